@@ -1,0 +1,117 @@
+"""Writing the dataset folder: Parquet shards with an explicit schema, the card, and MANIFEST.json.
+
+The folder is written next to its destination and renamed into place, so a crash never leaves a half-written
+dataset where a previous good one was. Shard bytes depend only on the records (no timestamps, no pandas
+metadata), so the same seed, created_at and versions give byte-identical shards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import string
+from importlib import metadata
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from builder import __version__
+from evaluate.data import DATA_DIR, MANIFEST, SCHEMA, DatasetError, content_hash, file_sha256
+
+ROWS_PER_SHARD = 500
+CARD_TEMPLATE = Path(__file__).resolve().parents[1] / "cards" / "dataset_card.md"
+
+
+def library_versions() -> dict:
+    versions = {"python": platform.python_version(), "stateeval": __version__}
+    for dist in ("torch", "pyarrow", "datasets", "numpy"):
+        try:
+            versions[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            versions[dist] = None
+    return versions
+
+
+def _write_shards(folder: Path, scenario: str, records: list[dict]) -> list[str]:
+    chunks = [records[i:i + ROWS_PER_SHARD] for i in range(0, len(records), ROWS_PER_SHARD)] or [[]]
+    names = []
+    for k, chunk in enumerate(chunks):
+        rel = f"{DATA_DIR}/{scenario}-{k:05d}-of-{len(chunks):05d}.parquet"
+        table = pa.Table.from_pylist(chunk, schema=SCHEMA)
+        pq.write_table(table, folder / rel, compression="zstd", write_statistics=True)
+        names.append(rel)
+    return names
+
+
+def render_card(manifest: dict, stats: dict) -> str:
+    splits = "\n".join(
+        f"  - split: {s}\n    path: {DATA_DIR}/{s}-*.parquet" for s in manifest["counts"]
+    )
+    counts = "\n".join(f"| {s} | {n} |" for s, n in manifest["counts"].items())
+    values = {
+        "configs": f"configs:\n- config_name: default\n  data_files:\n{splits}",
+        "counts_table": counts,
+        "total": sum(manifest["counts"].values()),
+        "seed": manifest["seed"],
+        "created_at": manifest["created_at"],
+        "builder_version": manifest["builder_version"],
+        "content_hash": manifest["content_hash"],
+        "translator": manifest["config"]["translator"],
+        "stats_table": stats_table(stats),
+        "scenarios": ", ".join(manifest["counts"]),
+    }
+    return string.Template(CARD_TEMPLATE.read_text()).substitute(values)
+
+
+def stats_table(stats: dict) -> str:
+    head = "| scenario | tasks | API calls (mean) | path depth (mean) | bindings (mean) | with branch | pair coverage |"
+    rows = [head, "|---|---|---|---|---|---|---|"]
+    for s, st in stats.items():
+        rows.append(
+            f"| {s} | {st['tasks']} | {st['num_api_calls']:.2f} | {st['path_depth']:.2f} | "
+            f"{st['binding_count']:.2f} | {st['with_branch']} | {st['pair_coverage']:.3f} |"
+        )
+    return "\n".join(rows)
+
+
+def write_dataset(out: Path, records: dict[str, list[dict]], info: dict, stats: dict, report: dict) -> dict:
+    """Write the folder atomically; return its manifest."""
+    out = Path(out)
+    if out.exists() and any(out.iterdir()) and not (out / MANIFEST).exists():
+        raise DatasetError(f"{out} exists and is not a StateEval dataset; choose another --out or remove it")
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    (tmp / DATA_DIR).mkdir(parents=True)
+    try:
+        files = {}
+        for scenario, recs in records.items():
+            for rel in _write_shards(tmp, scenario, recs):
+                files[rel] = file_sha256(tmp / rel)
+        manifest = {
+            "name": "stateeval",
+            "builder_version": __version__,
+            "seed": info["seed"],
+            "created_at": info["created_at"],
+            "counts": {s: len(r) for s, r in records.items()},
+            "files": files,
+            "content_hash": content_hash(files),
+            "config": info["config"],
+            "versions": library_versions(),
+        }
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        (tmp / "README.md").write_text(render_card(manifest, stats))
+        (tmp / "build_report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+        if out.exists():
+            old = out.with_name(f".{out.name}.old-{os.getpid()}")
+            out.rename(old)
+            tmp.rename(out)
+            shutil.rmtree(old)
+        else:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            tmp.rename(out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return manifest

@@ -1,0 +1,80 @@
+"""Trace generation (Algorithm 1 of the StateGen paper): coverage-guided sampling over pair transitions.
+
+A *pair transition* is (the API that produced one of a call's inputs, the call's API); inputs declared in the
+setup block count as produced by `init`. One `CoverageRecorder` is shared by all programs of a build, so later
+programs are pushed towards pairs earlier programs never exercised:
+
+* a candidate call that would create a never-seen pair gets top priority (uniform among such candidates);
+* otherwise a candidate is drawn with probability proportional to 1 / (frequency of its rarest pair + EPS).
+
+`guided=False` is the paper's ablation: an API drawn uniformly among the callable ones, then a binding
+uniformly among its valid bindings.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+
+from scenarios.base import API, Call, Scenario, State
+
+EPS = 0.01
+
+
+class NoValidCall(RuntimeError):
+    """No API is callable in the current state (the scenario's state machine ran dry)."""
+
+
+@dataclass
+class CoverageRecorder:
+    counts: Counter = field(default_factory=Counter)
+
+    def record(self, pairs) -> None:
+        self.counts.update(pairs)
+
+    def api_pairs(self, api_names) -> set[tuple[str, str]]:
+        """Distinct API -> API pairs seen (setup-block inputs excluded), the paper's RQ1 numerator."""
+        names = set(api_names)
+        return {p for p, c in self.counts.items() if c and p[0] in names and p[1] in names}
+
+    def coverage(self, api_names) -> float:
+        n = len(set(api_names))
+        return len(self.api_pairs(api_names)) / (n * n)
+
+
+def pairs_for(state: State, api: API, binding: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted({(state.vars[v].producer, api.name) for v in binding}))
+
+
+def step(scenario: Scenario, state: State, recorder: CoverageRecorder, rng: random.Random, guided: bool) -> Call:
+    """Choose and apply one call; updates `state` and `recorder`."""
+    options = [(api, api.bindings(state)) for api in scenario.apis]
+    options = [(api, bs) for api, bs in options if bs]
+    if not options:
+        raise NoValidCall(f"no {scenario.name} API is callable with variables {list(state.vars)}")
+
+    if guided:
+        # Bindings that exercise the same pairs are equivalent for the energy: group them, so an API with many
+        # bindings (cat has one per ordered pair of tensors) is not favoured for that alone.
+        groups: dict[tuple, list[tuple[str, ...]]] = {}
+        for api, bs in options:
+            for b in bs:
+                groups.setdefault((api.name, pairs_for(state, api, b)), []).append(b)
+        keys = list(groups)
+        fresh = [k for k in keys if any(recorder.counts[p] == 0 for p in k[1])]
+        if fresh:
+            key = rng.choice(fresh)
+        else:
+            weights = [1.0 / (min(recorder.counts[p] for p in k[1]) + EPS) for k in keys]
+            key = rng.choices(keys, weights=weights)[0]
+        api = next(a for a, _ in options if a.name == key[0])
+        binding = rng.choice(groups[key])
+    else:
+        api, bs = rng.choice(options)
+        binding = rng.choice(bs)
+
+    pairs = pairs_for(state, api, binding)
+    call = api.apply(state, binding, rng)
+    recorder.record(pairs)
+    return call

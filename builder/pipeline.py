@@ -1,0 +1,200 @@
+"""The build: a chain of steps over one record type (`Draft`); every rejection carries a counted reason.
+
+fuzz -> assemble test cases -> translate -> filter -> capture oracles (sandbox, twice) -> write the folder.
+
+Fuzzing is sequential within a scenario because one coverage recorder steers all its programs; oracle capture,
+the slow part, runs every test case of every task through the sandbox's warm worker pool.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import mean
+
+from tqdm import tqdm
+
+from builder import __version__
+from builder.config import BuildConfig
+from builder.dataset import write_dataset
+from builder.fuzz import CoverageRecorder, NoValidCall
+from builder.program import Program, generate_program
+from builder.translate import TemplateTranslator
+from evaluate.sandbox import Job, Limits, Sandbox
+from scenarios import get_scenario
+from scenarios.base import canonical_json
+
+
+@dataclass
+class Draft:
+    task_id: str
+    scenario: str
+    program: Program
+    instruction: str = ""
+    cases: list[dict] = field(default_factory=list)
+
+
+def rng_for(config: BuildConfig, scenario: str, index: int, purpose: str) -> random.Random:
+    """Independent, reproducible streams per task and purpose (string seeds hash the same in every process)."""
+    return random.Random(f"stateeval/{config.seed}/{scenario}/{index}/{purpose}")
+
+
+def get_translator(spec: str):
+    if spec == "template":
+        return TemplateTranslator()
+    raise ValueError(
+        f"unknown translator {spec!r}; this version has the offline 'template' translator "
+        "(LLM translators openai:MODEL, vllm:MODEL and hf:PATH come with the translation agents)"
+    )
+
+
+def make_cases(program: Program) -> list[dict]:
+    """One test case per branch: the original constants, and the flipped ones when the else branch is alive."""
+    scenario = program.scenario
+    decl = program.declarations()
+    assets = [a.to_record() for a in decl.assets.values()]
+    variants = [("original", "then" if program.has_branch else "main", False)]
+    if program.has_branch and program.condition.flipped is not None:
+        variants.append(("flipped", "else", True))
+    cases = []
+    for name, branch, flipped in variants:
+        constants = program.constants(flipped)
+        cases.append({
+            "name": name,
+            "branch": branch,
+            "constants": canonical_json(constants),
+            "setup_code": scenario.setup_code(decl, constants),
+            "assets": assets,
+        })
+    return cases
+
+
+def fuzz(config: BuildConfig, scenario_name: str, rejections: Counter) -> tuple[list[Draft], list[float]]:
+    scenario = get_scenario(scenario_name)
+    recorder = CoverageRecorder()
+    translator = get_translator(config.translator)
+    api_names = [a.name for a in scenario.apis]
+    drafts, curve, seen = [], [], set()
+    for i in tqdm(range(config.n), desc=f"fuzz {scenario_name}", unit="task", dynamic_ncols=True):
+        try:
+            program = generate_program(
+                scenario, rng_for(config, scenario_name, i, "fuzz"), recorder,
+                config.calls_per_path, config.branch_probability, config.coverage,
+            )
+        except NoValidCall:
+            rejections[f"{scenario_name}: fuzzer found no valid call"] += 1
+            continue
+        finally:
+            curve.append(recorder.coverage(api_names))
+        cases = make_cases(program)
+        key = (cases[0]["setup_code"], program.reference_code())
+        if key in seen:
+            rejections[f"{scenario_name}: duplicate program"] += 1
+            continue
+        seen.add(key)
+        if min(len(p) for p in program.paths()) < config.calls_per_path:
+            rejections[f"{scenario_name}: too few API calls"] += 1
+            continue
+        draft = Draft(f"{scenario_name}-{i:04d}", scenario_name, program, cases=cases)
+        draft.instruction = translator.translate(program, rng_for(config, scenario_name, i, "translate"))
+        drafts.append(draft)
+    return drafts, curve
+
+
+def capture_oracles(drafts: list[Draft], sandbox: Sandbox, rejections: Counter) -> list[Draft]:
+    """Run every reference twice per test case; keep tasks whose runs all succeed and agree."""
+    jobs = [
+        Job((d_i, c_i, run), d.scenario, d.program.reference_code(), case)
+        for d_i, d in enumerate(drafts)
+        for c_i, case in enumerate(d.cases)
+        for run in range(2)
+    ]
+    outcomes = sandbox.run_untrusted(jobs, desc="capture oracles")
+    by_key = {o.key: o for o in outcomes}
+    kept = []
+    for d_i, d in enumerate(drafts):
+        failed = None
+        for c_i, case in enumerate(d.cases):
+            first, second = by_key[(d_i, c_i, 0)], by_key[(d_i, c_i, 1)]
+            bad = next((o for o in (first, second) if o.status != "ok"), None)
+            if bad:
+                failed = f"reference {bad.status}"
+                break
+            a = canonical_json([first.result, first.state])
+            if a != canonical_json([second.result, second.state]):
+                failed = "reference differs between two runs"
+                break
+            case["expected_result"] = canonical_json(first.result)
+            case["expected_state"] = None if first.state is None else canonical_json(first.state)
+        if failed:
+            rejections[f"{d.scenario}: {failed}"] += 1
+        else:
+            kept.append(d)
+    return kept
+
+
+def to_record(d: Draft, config: BuildConfig) -> dict:
+    p = d.program
+    return {
+        "task_id": d.task_id,
+        "scenario": d.scenario,
+        "instruction": d.instruction,
+        "setup_code": d.cases[0]["setup_code"],
+        "api_doc": p.scenario.api_doc(),
+        "reference_program": p.reference_code(),
+        "test_cases": d.cases,
+        "api_calls": [c.api for c in p.all_calls],
+        "num_api_calls": len(p.all_calls),
+        "path_depth": p.path_depth(),
+        "binding_count": p.binding_count(),
+        "has_branch": p.has_branch,
+        "notes": "; ".join(p.notes),
+        "seed": config.seed,
+        "created_at": config.created_at,
+        "builder_version": __version__,
+        "translator": config.translator,
+    }
+
+
+def scenario_stats(records: list[dict], curve: list[float]) -> dict:
+    if not records:
+        return {"tasks": 0, "num_api_calls": 0.0, "path_depth": 0.0, "binding_count": 0.0,
+                "with_branch": 0, "pair_coverage": curve[-1] if curve else 0.0}
+    return {
+        "tasks": len(records),
+        "num_api_calls": mean(r["num_api_calls"] for r in records),
+        "path_depth": mean(r["path_depth"] for r in records),
+        "binding_count": mean(r["binding_count"] for r in records),
+        "with_branch": sum(r["has_branch"] for r in records),
+        "pair_coverage": curve[-1] if curve else 0.0,
+    }
+
+
+def build(config: BuildConfig) -> dict:
+    """Run the whole pipeline; return the build report (also written beside the dataset)."""
+    started = time.perf_counter()
+    rejections: Counter = Counter()
+    records: dict[str, list[dict]] = {}
+    stats, curves = {}, {}
+    limits = Limits(timeout_s=config.timeout_s)
+    with Sandbox(config.workers, limits) as sandbox:
+        for name in config.scenarios:
+            drafts, curve = fuzz(config, name, rejections)
+            kept = capture_oracles(drafts, sandbox, rejections)
+            records[name] = [to_record(d, config) for d in kept]
+            stats[name] = scenario_stats(records[name], curve)
+            curves[name] = curve
+    report = {
+        "attempts": {s: config.n for s in config.scenarios},
+        "kept": {s: len(r) for s, r in records.items()},
+        "rejections": dict(sorted(rejections.items())),
+        "statistics": stats,
+        "coverage_curve": curves,
+        "seconds": round(time.perf_counter() - started, 2),
+    }
+    info = {"seed": config.seed, "created_at": config.created_at, "config": config.to_dict()}
+    report["manifest"] = write_dataset(Path(config.out), records, info, stats, report)
+    return report

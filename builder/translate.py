@@ -1,0 +1,80 @@
+"""The offline template translator: step-by-step instructions from which a reader can rebuild the program.
+
+Wording comes from each API's phrase list (owned by the scenario) and from the connectors below, drawn with the
+task's own random generator, so the same seed gives the same text and different seeds vary it. Stored initial
+values are never quoted: variables are named, and the branch condition names the constant `COND`.
+"""
+
+from __future__ import annotations
+
+import random
+
+from builder.program import COND, Path, Program
+from scenarios.base import Call
+
+NAME = "template"
+
+OPENERS = ("First,", "To start,", "To begin,")
+CONNECTORS = ("Then", "Next,", "After that,", "Now", "")
+RESULT_PHRASES = (
+    "set `RESULT` to the list {names}, in this order",
+    "store {names} (in that order) in a list named `RESULT`",
+    "assign `RESULT = [{bare}]`",
+)
+BRANCH_PHRASES = (
+    "Check whether {cond}.",
+    "Now branch on whether {cond}.",
+    "Test whether {cond}.",
+)
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text[0].upper() + text[1:] + ("" if text.endswith(".") else ".")
+
+
+class TemplateTranslator:
+    name = NAME
+
+    def translate(self, program: Program, rng: random.Random) -> str:
+        scenario = program.scenario
+        apis = {a.name: a for a in scenario.apis}
+
+        def say(call: Call) -> str:
+            api = apis[call.api]
+            return rng.choice(api.phrases).format(**api.describe(call))
+
+        def result(path: Path) -> str:
+            names = path.result_vars(scenario)
+            listed = "[" + ", ".join(f"`{n}`" for n in names) + "]"
+            return rng.choice(RESULT_PHRASES).format(names=listed, bare=", ".join(names))
+
+        lines = [scenario.describe_init(program.declarations())]
+        number = 0
+        for i, call in enumerate(program.prefix):
+            number += 1
+            lead = rng.choice(OPENERS) if i == 0 else rng.choice(CONNECTORS)
+            lines.append(f"{number}. " + _sentence(f"{lead} {say(call)}"))
+
+        if not program.orelse:
+            for call in program.then.calls:
+                number += 1
+                lines.append(f"{number}. " + _sentence(f"{rng.choice(CONNECTORS)} {say(call)}"))
+            lines.append(f"{number + 1}. " + _sentence(f"Finally, {result(program.then)}"))
+            return "\n".join(lines)
+
+        cond = program.condition.phrase.replace(COND, f"`{COND}`")
+        lines.append(f"{number + 1}. " + rng.choice(BRANCH_PHRASES).format(cond=cond))
+        for label, path in (("If it does:", program.then), ("Otherwise:", program.orelse)):
+            lines.append(f"   {label}")
+            steps = [say(c) for c in path.calls] + [result(path)]
+            for letter, text in zip("abcdefghij", steps):
+                lines.append(f"   {letter}. " + _sentence(text))
+        lines.append(f"Use the name `{COND}` in the condition, not its current value.")
+        return "\n".join(lines)
+
+
+def mentions(instruction: str, names) -> list[str]:
+    """Variable names the instruction fails to mention (used by tests and filters)."""
+    return [n for n in names if f"`{n}`" not in instruction]
+

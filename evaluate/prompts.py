@@ -1,0 +1,66 @@
+"""The one prompt builder every backend uses, and the extraction of code from a model's reply.
+
+A prompt is the same whichever backend serves it (vLLM in-process, an OpenAI-compatible server, transformers):
+the backends receive these chat messages and apply their own chat template, nothing else.
+"""
+
+from __future__ import annotations
+
+import re
+
+SYSTEM = (
+    "You are an expert Python programmer. You write code that calls APIs in sequence and keeps track of the "
+    "state those calls create. Answer with one Python code block and nothing else."
+)
+
+USER = """\
+## API documentation
+
+{api_doc}
+
+## Setup (already executed; its variables are defined)
+
+```python
+{setup_code}```
+
+## Task
+
+{instruction}
+
+Write the Python code that continues after the setup block. Do not repeat the setup or redefine its variables, \
+and assign the final answer to `RESULT`. Reply with a single ```python code block."""
+
+
+def build_messages(task: dict) -> list[dict]:
+    return [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": USER.format(
+            api_doc=task["api_doc"].strip(), setup_code=task["setup_code"], instruction=task["instruction"].strip(),
+        )},
+    ]
+
+
+_THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.S | re.I)
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
+
+
+def extract_code(reply: str | None) -> str | None:
+    """The program in a reply: the fenced python blocks joined in order, or the whole reply when unfenced.
+
+    Thinking sections of reasoning models are removed first (an unclosed one means the model never answered).
+    Returns None when nothing that could be code is left.
+    """
+    if reply is None:
+        return None
+    text = _THINK.sub("", reply)
+    if re.search(r"<(think|thinking|reasoning)>", text, re.I):
+        return None
+    blocks = _FENCE.findall(text)
+    if blocks:
+        python = [body for lang, body in blocks if lang.lower() in ("python", "py", "python3")]
+        chosen = python or [body for _, body in blocks]
+        code = "\n".join(b.strip("\n") for b in chosen)
+    else:
+        code = text
+    code = code.strip("\n")
+    return code + "\n" if code.strip() else None

@@ -1,0 +1,227 @@
+"""The one way code from a task or a model is run: `Sandbox.run_untrusted`.
+
+The harness process never executes a program. It hands jobs to warm worker processes (`evaluate.worker`),
+started with a scrubbed environment (no API keys or tokens, a private HOME), which fork a contained child per
+test case. What comes back is plain JSON; comparison happens here, in the harness, on that data only.
+
+The same sandbox serves evaluate (model-written code) and the builder's oracle capture (reference programs):
+trusted code gets the same isolation of state, so oracles are captured exactly the way answers are scored.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import queue
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from tqdm import tqdm
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Environment variables a worker keeps; everything else (API keys, tokens, cloud credentials) is dropped.
+KEEP_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per test case limits. Defaults suit the three scenarios; raise `timeout_s` for slow machines."""
+
+    timeout_s: float = 10.0  # wall clock, kills the whole process group
+    cpu_s: int = 15
+    memory_mb: int = 4096  # address space
+    file_size_mb: int = 16
+    open_files: int = 256
+    processes: int = 64
+    output_bytes: int = 8192  # stdout + stderr kept for the report
+
+
+@dataclass
+class Job:
+    """One program run against one test case. `key` is the caller's label, returned unchanged."""
+
+    key: Any
+    scenario: str
+    code: str
+    case: dict  # {"setup_code": str, "assets": [{"name","kind","meta" (JSON str),"data" (bytes)}]}
+
+
+@dataclass
+class Outcome:
+    key: Any
+    status: str  # ok | syntax_error | execution_error | result_error | timeout | setup_error | crash
+    result: Any = None  # canonical RESULT (plain data) when status == "ok"
+    state: Any = None  # canonical side effects after the run
+    error: str = ""
+    output: str = ""
+    seconds: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+
+def scrubbed_env(home: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k in KEEP_ENV}
+    env.update({
+        "HOME": home,
+        "PYTHONPATH": str(ROOT),
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    })
+    return env
+
+
+class _Worker:
+    """One warm worker process and the pipe protocol to it."""
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        self.home = tempfile.mkdtemp(prefix="stateeval-worker-")
+        self.stderr = open(os.path.join(self.home, "worker.log"), "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "evaluate.worker"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
+            env=scrubbed_env(self.home), cwd=self.home, start_new_session=True,
+        )
+        self._buf = b""
+
+    def run(self, job: Job) -> Outcome:
+        payload = {
+            "scenario": job.scenario,
+            "code": job.code,
+            "case": _encode_case(job.case),
+            "limits": asdict(self.limits),
+        }
+        try:
+            self.proc.stdin.write((json.dumps(payload) + "\n").encode())
+            self.proc.stdin.flush()
+            # The worker enforces the test case's own timeout; this is the safety net if the worker itself hangs
+            # (first job: importing torch and starting servers).
+            line = self._readline(time.monotonic() + self.limits.timeout_s + 120)
+        except (BrokenPipeError, OSError) as exc:
+            line, err = None, str(exc)
+        else:
+            err = "the sandbox worker stopped answering"
+        if line is None:
+            self.close()
+            return Outcome(job.key, "crash", error=f"{err}; it was restarted")
+        reply = json.loads(line)
+        return Outcome(
+            job.key, reply["status"], reply.get("result"), reply.get("state"), reply.get("error", ""),
+            reply.get("output", ""), reply.get("seconds", 0.0),
+        )
+
+    def _readline(self, deadline: float) -> bytes | None:
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([fd], [], [], left)
+            if ready:
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    return None
+                self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.stderr.close()
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+def _encode_case(case: dict) -> dict:
+    assets = [
+        {"name": a["name"], "kind": a["kind"], "meta": a["meta"], "data": base64.b64encode(a["data"]).decode()}
+        for a in case.get("assets", [])
+    ]
+    return {"setup_code": case["setup_code"], "assets": assets}
+
+
+class Sandbox:
+    """A pool of warm workers. `run_untrusted(jobs)` returns one Outcome per job, in order."""
+
+    def __init__(self, workers: int | None = None, limits: Limits | None = None):
+        self.size = max(1, workers or os.cpu_count() or 1)
+        self.limits = limits or Limits()
+        self._idle: queue.Queue[_Worker] = queue.Queue()
+        self._all: list[_Worker] = []
+        self._lock = threading.Lock()
+
+    def _worker(self) -> _Worker:
+        try:
+            return self._idle.get_nowait()
+        except queue.Empty:
+            worker = _Worker(self.limits)
+            with self._lock:
+                self._all.append(worker)
+            return worker
+
+    def _release(self, worker: _Worker) -> None:
+        if worker.alive:
+            self._idle.put(worker)
+
+    def run_untrusted(self, jobs: Iterable[Job], desc: str | None = None) -> list[Outcome]:
+        jobs = list(jobs)
+        results: list[Outcome | None] = [None] * len(jobs)
+        todo: queue.Queue[int] = queue.Queue()
+        for i in range(len(jobs)):
+            todo.put(i)
+        bar = tqdm(total=len(jobs), desc=desc, disable=desc is None, unit="run", dynamic_ncols=True)
+
+        def drain() -> None:
+            while True:
+                try:
+                    i = todo.get_nowait()
+                except queue.Empty:
+                    return
+                worker = self._worker()
+                try:
+                    results[i] = worker.run(jobs[i])
+                finally:
+                    self._release(worker)
+                bar.update(1)
+
+        threads = [threading.Thread(target=drain, daemon=True) for _ in range(min(self.size, len(jobs)))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        bar.close()
+        return results  # type: ignore[return-value]
+
+    def close(self) -> None:
+        with self._lock:
+            workers, self._all = self._all, []
+        for w in workers:
+            w.close()
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

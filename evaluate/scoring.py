@@ -1,0 +1,112 @@
+"""Scoring: run every sample against every test case in the sandbox, compare plain data with the oracles.
+
+A sample passes when every test case (one per branch) runs and its RESULT and side effects match. Otherwise it
+gets the status of its first failing test case, in the paper's taxonomy plus two: syntax_error, execution_error,
+result_error, timeout, no_code (nothing extractable in the reply).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, field
+from math import comb
+
+from evaluate.sandbox import Job, Sandbox
+from scenarios import get_scenario
+
+STATUSES = ("pass", "syntax_error", "execution_error", "result_error", "timeout", "no_code")
+
+
+@dataclass
+class SampleResult:
+    task_id: str
+    scenario: str
+    sample: int
+    status: str
+    error: str = ""
+    cases: list[dict] = field(default_factory=list)  # per test case: name, status, error, seconds
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def judge_case(scenario, case: dict, outcome) -> tuple[str, str]:
+    """Status and message for one test case, comparing canonical data only."""
+    if outcome.status == "setup_error":
+        # The setup block is the dataset's; it failing means the task or the world is broken, not the answer.
+        return "execution_error", f"setup failed (report this task): {outcome.error}"
+    if outcome.status == "crash":
+        return "execution_error", outcome.error
+    if outcome.status != "ok":
+        return outcome.status, outcome.error
+    reason = scenario.compare_result(json.loads(case["expected_result"]), outcome.result)
+    if reason is None and case.get("expected_state") is not None:
+        reason = scenario.compare_state(json.loads(case["expected_state"]), outcome.state)
+    return ("pass", "") if reason is None else ("result_error", reason)
+
+
+def score(tasks: list[dict], codes: dict[str, list[str | None]], sandbox: Sandbox) -> list[SampleResult]:
+    """`codes[task_id]` holds one extracted program per sample (None: no code)."""
+    jobs = []
+    for t in tasks:
+        for s, code in enumerate(codes.get(t["task_id"], [])):
+            if code is None:
+                continue
+            for c, case in enumerate(t["test_cases"]):
+                jobs.append(Job((t["task_id"], s, c), t["scenario"], code, case))
+    outcomes = {o.key: o for o in sandbox.run_untrusted(jobs, desc="score")}
+
+    results = []
+    for t in tasks:
+        scenario = get_scenario(t["scenario"])
+        for s, code in enumerate(codes.get(t["task_id"], [])):
+            if code is None:
+                results.append(SampleResult(t["task_id"], t["scenario"], s, "no_code", "no code in the reply"))
+                continue
+            cases, status, error = [], "pass", ""
+            for c, case in enumerate(t["test_cases"]):
+                o = outcomes[(t["task_id"], s, c)]
+                cs, msg = judge_case(scenario, case, o)
+                cases.append({"name": case["name"], "status": cs, "error": msg, "seconds": o.seconds})
+                if cs != "pass" and status == "pass":
+                    status, error = cs, f"{case['name']} test case: {msg}"
+            results.append(SampleResult(t["task_id"], t["scenario"], s, status, error, cases))
+    return results
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """The unbiased estimator of Chen et al. (2021): 1 - C(n - c, k) / C(n, k)."""
+    if k > n:
+        raise ValueError(f"pass@{k} needs at least {k} samples per task, got {n}")
+    if n - c < k:
+        return 1.0
+    return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def summarize(results: list[SampleResult], ks: tuple[int, ...] = (1,)) -> dict:
+    """pass@k overall and per scenario (mean over tasks), and the status distribution."""
+    per_task: dict[str, list[SampleResult]] = defaultdict(list)
+    for r in results:
+        per_task[r.task_id].append(r)
+    by_scenario: dict[str, list[str]] = defaultdict(list)
+    for task_id, rs in per_task.items():
+        by_scenario[rs[0].scenario].append(task_id)
+
+    def block(task_ids: list[str]) -> dict:
+        out: dict = {"tasks": len(task_ids)}
+        for k in ks:
+            vals = []
+            for tid in task_ids:
+                rs = per_task[tid]
+                if len(rs) >= k:
+                    vals.append(pass_at_k(len(rs), sum(r.status == "pass" for r in rs), k))
+            out[f"pass@{k}"] = sum(vals) / len(vals) if vals else None
+        statuses = Counter(r.status for tid in task_ids for r in per_task[tid])
+        out["statuses"] = {s: statuses.get(s, 0) for s in STATUSES}
+        return out
+
+    return {
+        "overall": block(list(per_task)),
+        "scenarios": {s: block(ids) for s, ids in sorted(by_scenario.items())},
+    }

@@ -1,0 +1,47 @@
+"""Scenario worlds and their state machines, looked up by name.
+
+`get_scenario("tensor")` returns the builder-side state machine; the sandbox imports the world half
+(`Scenario.world`) only inside its workers, so the builder and the harness never import torch or start servers.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from scenarios.base import API, INIT, Asset, Call, Condition, Scenario, State, Var, World
+
+# name -> "module:Class". A new scenario is one line here plus its own sub-package.
+REGISTRY: dict[str, str] = {
+    "tensor": "scenarios.tensor:TensorScenario",
+}
+
+_cache: dict[str, Scenario] = {}
+
+
+def scenario_names() -> list[str]:
+    return list(REGISTRY)
+
+
+def get_scenario(name: str) -> Scenario:
+    if name not in REGISTRY:
+        known = ", ".join(REGISTRY)
+        raise KeyError(f"unknown scenario {name!r}; known scenarios: {known}")
+    if name not in _cache:
+        _cache[name] = _load(REGISTRY[name])()
+    return _cache[name]
+
+
+def load_world(scenario: Scenario) -> World:
+    """Instantiate a scenario's world (heavy: call only inside a sandbox worker)."""
+    return _load(scenario.world)()
+
+
+def _load(spec: str):
+    module, _, attr = spec.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+__all__ = [
+    "API", "INIT", "Asset", "Call", "Condition", "Scenario", "State", "Var", "World",
+    "REGISTRY", "get_scenario", "load_world", "scenario_names",
+]

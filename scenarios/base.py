@@ -1,0 +1,323 @@
+"""The scenario interface shared by the builder (state machine side) and the sandbox (world side).
+
+A scenario is two halves that never need each other's imports:
+
+* the **state machine** (`Scenario`): typed variables, API transitions that know when they are callable and
+  how to solve their parameters from the current state, a random initialiser, the documentation a model is
+  shown, and the phrases the template translator uses. It runs in the builder process and must stay light
+  (no torch, no servers), because fuzzing thousands of programs should cost milliseconds.
+* the **world** (`World`): what a test case runs against inside a sandbox worker. It is created once per
+  worker (heavy imports, servers), reset before every test case, and turns RESULT and side effects into
+  plain, canonical data that the harness compares without ever touching an object from the child.
+
+Adding a scenario means writing both halves and one line in `scenarios.REGISTRY`; builder and evaluate do not
+change.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import random
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+INIT = "init"  # producer tag of variables declared in the setup block
+
+
+# --------------------------------------------------------------------------------------------------- state
+
+
+@dataclass
+class Var:
+    """One variable the program can use: what it is, who made it, who used it."""
+
+    name: str
+    type: str  # scenario-defined tag, e.g. "tensor", "weight", "session_id"
+    value: Any  # the abstract value the solver reasons on (a shape, a record, ...)
+    producer: str = INIT  # API that created it, or INIT
+    consumers: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Asset:
+    """A stored initial value, persisted with the task and loaded at run time (never inlined as a literal)."""
+
+    name: str
+    kind: str  # how the world loads it, e.g. "tensor"
+    meta: dict  # JSON-able: dtype, shape, ...
+    data: bytes
+
+    def to_record(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "meta": canonical_json(self.meta), "data": self.data}
+
+    @classmethod
+    def from_record(cls, rec: dict) -> "Asset":
+        return cls(rec["name"], rec["kind"], json.loads(rec["meta"]), bytes(rec["data"]))
+
+
+@dataclass
+class Call:
+    """One emitted API call: the line(s) of code and the facts the translator and the statistics need."""
+
+    api: str
+    inputs: list[str]  # variables consumed, in argument order
+    outputs: list[str]  # variables created
+    code: str  # Python source, one statement or a few lines
+    args: dict  # solved parameters (JSON-able), used by the translator and for de-duplication
+
+
+@dataclass
+class State:
+    """The generator state: variables in scope, initial declarations and the values behind them."""
+
+    vars: dict[str, Var] = field(default_factory=dict)
+    inits: list[str] = field(default_factory=list)  # names declared in the setup block, in order
+    assets: dict[str, Asset] = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)  # scenario-private bookkeeping (copied with the state)
+    counters: dict = field(default_factory=dict)  # shared by branch copies so names never collide
+
+    def fresh(self, prefix: str) -> str:
+        n = self.counters.get(prefix, 0) + 1
+        self.counters[prefix] = n
+        return f"{prefix}{n}"
+
+    def add(self, var: Var) -> Var:
+        self.vars[var.name] = var
+        return var
+
+    def declare(self, var: Var, asset: Asset | None = None) -> Var:
+        """Add a variable to the setup block (its value stored as an asset when given)."""
+        self.add(var)
+        self.inits.append(var.name)
+        if asset is not None:
+            self.assets[asset.name] = asset
+        return var
+
+    def of_type(self, *types: str) -> list[Var]:
+        return [v for v in self.vars.values() if v.type in types]
+
+    def branch_copy(self) -> "State":
+        """A copy for one branch of an if/else. Name counters stay shared, so both branches use fresh names."""
+        counters = self.counters
+        self.counters = {}
+        try:
+            twin = copy.deepcopy(self)
+        finally:
+            self.counters = counters
+        twin.counters = counters
+        return twin
+
+
+@dataclass
+class Condition:
+    """An if/else split on the most recent variable: `<left> <op> COND`, COND declared in the setup block."""
+
+    left: str  # Python expression over the variable, e.g. "v3.shape[1]"
+    op: str  # "==", ">", ...
+    value: Any  # COND's value for the original test case (the condition holds)
+    flipped: Any | None  # COND's value that makes the condition false, None when the else branch is dead
+    phrase: str  # how the translator says the condition, with "COND" left in place
+    dead_reason: str = ""  # why no flipped value exists
+
+
+# ------------------------------------------------------------------------------------------------- the API
+
+
+class API(ABC):
+    """One transition of the state machine."""
+
+    name: str
+    phrases: Sequence[str]  # str.format templates for the translator; keys come from `describe`
+
+    @abstractmethod
+    def bindings(self, state: State) -> list[tuple[str, ...]]:
+        """All input bindings for which this call is legal in `state` (empty: not callable)."""
+
+    @abstractmethod
+    def apply(self, state: State, inputs: tuple[str, ...], rng: random.Random) -> Call:
+        """Solve the parameters for `inputs`, emit the code, and update `state` (outputs, consumers)."""
+
+    def describe(self, call: Call) -> dict:
+        """The values the phrase templates may use; by default the call's args and its variable names."""
+        d = dict(call.args)
+        for prefix, names in (("in", call.inputs), ("out", call.outputs)):
+            for i, n in enumerate(names):
+                d[f"{prefix}{i}"] = n
+                d[f"{prefix}{i}_"] = f"`{n}`"  # the form phrases use: names set in code style
+        d["outs"] = join_names(call.outputs)
+        return d
+
+
+def join_names(names: Sequence[str]) -> str:
+    quoted = [f"`{n}`" for n in names]
+    if len(quoted) <= 1:
+        return "".join(quoted)
+    return ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
+# --------------------------------------------------------------------------------------------- scenario
+
+
+class Scenario(ABC):
+    """The builder-side half of a scenario."""
+
+    name: str
+    apis: Sequence[API]
+    world: str  # "module:Class" of the World, imported only inside sandbox workers
+
+    @abstractmethod
+    def initial_state(self, rng: random.Random) -> State:
+        """A random initial state: variables declared in the setup block, with their stored values."""
+
+    @abstractmethod
+    def condition(self, state: State, var: Var, rng: random.Random) -> Condition | None:
+        """An if/else condition on `var` (the most recent variable), or None when none fits."""
+
+    @abstractmethod
+    def setup_code(self, state: State, constants: dict[str, Any]) -> str:
+        """The setup block the model is shown (imports, pre-loaded variables, condition constants)."""
+
+    @abstractmethod
+    def api_doc(self) -> str:
+        """The documentation shown to the model."""
+
+    def is_result(self, var: Var) -> bool:
+        """Whether an unconsumed variable belongs in RESULT (by default: anything an API call produced)."""
+        return var.producer != INIT
+
+    def describe_init(self, state: State) -> str:
+        """One sentence naming what the setup block provides, without quoting any stored value."""
+        return f"The setup block already defines {join_names(state.inits)}."
+
+    # Harness side: comparisons of canonical data (never of objects from the child).
+
+    def leaf_compare(self, expected: dict, actual: dict, path: str):
+        """Compare scenario-tagged values (e.g. tensors with a tolerance); NotImplemented for plain dicts."""
+        return NotImplemented
+
+    def compare_result(self, expected: Any, actual: Any) -> str | None:
+        return compare_plain(expected, actual, self.leaf_compare, "RESULT")
+
+    def compare_state(self, expected: Any, actual: Any) -> str | None:
+        return compare_plain(expected, actual, self.leaf_compare, "state")
+
+
+class World(ABC):
+    """The sandbox-side half: created once per worker, reset per test case.
+
+    `namespace` runs inside the forked child (untrusted code will share it); `canonical` runs there too, and
+    must return plain data only (None, bool, int, float, str, list, dict with str keys). `snapshot` runs in the
+    worker after the child has exited, so side effects are read from the world, not from the child.
+    """
+
+    def reset(self, case: dict) -> None:
+        """Restore the world to this test case's initial state (called in the worker, before the fork)."""
+
+    @abstractmethod
+    def namespace(self, case: dict) -> dict:
+        """Globals the setup block runs in (loaders, clients, tools)."""
+
+    def canonical(self, obj: Any) -> Any:
+        """Plain data for RESULT; scenario types override `canonical_leaf`."""
+        return canonicalize(obj, self.canonical_leaf)
+
+    def canonical_leaf(self, obj: Any) -> Any:
+        raise TypeError(f"RESULT contains a {type(obj).__module__}.{type(obj).__qualname__}, which cannot be compared")
+
+    def snapshot(self) -> Any:
+        """Side effects after the run as plain data (None when the scenario has none)."""
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+# ------------------------------------------------------------------------------------------ canonical data
+
+
+def canonicalize(obj: Any, leaf) -> Any:
+    """Turn a RESULT into plain JSON-able data. Tuples become lists; mapping keys must be strings."""
+    if obj is None or isinstance(obj, (bool, str)):
+        return obj
+    if isinstance(obj, int):
+        return int(obj)
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else {"__float__": repr(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [canonicalize(x, leaf) for x in obj]
+    if isinstance(obj, dict):
+        out = {}
+        for k, v in obj.items():
+            if not isinstance(k, str):
+                raise TypeError(f"RESULT has a dict key of type {type(k).__name__}; only str keys can be compared")
+            out[k] = canonicalize(v, leaf)
+        return out
+    return leaf(obj)
+
+
+def canonical_json(data: Any) -> str:
+    """The one serialisation of plain data used everywhere (hashes, oracles, comparisons)."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def compare_plain(expected: Any, actual: Any, leaf_compare, path: str = "RESULT") -> str | None:
+    """Compare two canonical values; return None when equal, else a one-line reason naming where they differ.
+
+    `leaf_compare(expected, actual, path)` handles scenario-tagged dicts (e.g. tensors) and returns a reason,
+    None when equal, or NotImplemented when the dict is not one of its tags.
+    """
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        verdict = leaf_compare(expected, actual, path)
+        if verdict is not NotImplemented:
+            return verdict
+        if set(expected) != set(actual):
+            missing = sorted(set(expected) - set(actual))
+            extra = sorted(set(actual) - set(expected))
+            return f"{path}: keys differ (missing {missing}, unexpected {extra})"
+        for k in expected:
+            reason = compare_plain(expected[k], actual[k], leaf_compare, f"{path}[{k!r}]")
+            if reason:
+                return reason
+        return None
+    if isinstance(expected, list) and isinstance(actual, list):
+        if len(expected) != len(actual):
+            return f"{path}: expected {len(expected)} items, got {len(actual)}"
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            reason = compare_plain(e, a, leaf_compare, f"{path}[{i}]")
+            if reason:
+                return reason
+        return None
+    if type(expected) is not type(actual) and not (_is_number(expected) and _is_number(actual)):
+        return f"{path}: expected {_kind(expected)}, got {_kind(actual)}"
+    if expected != actual:
+        return f"{path}: expected {_short(expected)}, got {_short(actual)}"
+    return None
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _kind(x: Any) -> str:
+    if isinstance(x, dict) and len(x) == 1:
+        (tag,) = x
+        if tag.startswith("__"):
+            return tag.strip("_")
+    return {type(None): "None", dict: "dict", list: "list"}.get(type(x), type(x).__name__)
+
+
+def _short(x: Any, limit: int = 60) -> str:
+    s = repr(x)
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+def iter_unique(items: Iterable[Any]) -> list[Any]:
+    seen, out = set(), []
+    for x in items:
+        if x not in seen:
+            seen.add(x)
+            out.append(x)
+    return out

@@ -1,0 +1,303 @@
+"""The `tensor` scenario: PyTorch shape manipulation and layers on the CPU.
+
+Every tensor in a program is 4-D, so any API can follow any other; shapes are solved from the tensors in scope
+so that every emitted call is legal. Weights for `F.linear` and `F.conv2d` are declared in the setup block when
+a call needs them (or an earlier weight of the right shape is reused). Sizes are capped so that a task's stored
+data stays far below 100 KB.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from pathlib import Path
+
+import numpy as np
+
+from scenarios.base import API, INIT, Asset, Call, Condition, Scenario, State, Var, join_names
+
+MAX_DIM = 6  # largest size of any dimension of any tensor
+MAX_BATCH = 2
+DTYPE = "float32"
+RTOL = 1e-4  # the tolerance stated in the API documentation
+ATOL = 1e-4
+
+TENSOR, WEIGHT = "tensor", "weight"
+
+
+def _shape(state: State, name: str) -> tuple[int, ...]:
+    return tuple(state.vars[name].value)
+
+
+def _new_tensor(state: State, inputs: tuple[str, ...], shape: tuple[int, ...], api: str) -> str:
+    name = state.fresh("v")
+    state.add(Var(name, TENSOR, tuple(shape), producer=api))
+    for n in inputs:
+        state.vars[n].consumers.append(api)
+    return name
+
+
+def _declare_weight(state: State, prefix: str, shape: tuple[int, ...], rng: random.Random) -> str:
+    name = state.fresh(prefix)
+    state.declare(Var(name, WEIGHT, tuple(shape)), _random_asset(name, shape, rng))
+    return name
+
+
+def _random_asset(name: str, shape: tuple[int, ...], rng: random.Random) -> Asset:
+    values = np.random.default_rng(rng.getrandbits(64)).standard_normal(shape).astype("<f4")
+    return Asset(name, "tensor", {"dtype": DTYPE, "shape": list(shape)}, values.tobytes())
+
+
+def _weight_for(state: State, shape: tuple[int, ...], prefix: str, rng: random.Random) -> str:
+    """Reuse a declared weight of exactly this shape half of the time (a data-flow binding), else declare one."""
+    fits = [v.name for v in state.of_type(WEIGHT) if tuple(v.value) == shape and v.name.startswith(prefix)]
+    if fits and rng.random() < 0.5:
+        return rng.choice(fits)
+    return _declare_weight(state, prefix, shape, rng)
+
+
+class Cat(API):
+    name = "cat"
+    phrases = (
+        "concatenate {in0_} and {in1_} along dimension {dim}, naming the result {out0_}",
+        "join {in0_} and {in1_} (in that order) on dim {dim} to get {out0_}",
+        "stack {in0_} and {in1_} end to end along dimension {dim}; call the result {out0_}",
+    )
+
+    @staticmethod
+    def _dims(a: tuple[int, ...], b: tuple[int, ...]) -> list[int]:
+        differ = [d for d in range(4) if a[d] != b[d]]
+        if len(differ) > 1:
+            return []
+        dims = differ or list(range(4))
+        return [d for d in dims if a[d] + b[d] <= (MAX_BATCH if d == 0 else MAX_DIM)]
+
+    def bindings(self, state):
+        ts = [v.name for v in state.of_type(TENSOR)]
+        pairs = [(a, b) for a, b in itertools.permutations(ts, 2) if self._dims(_shape(state, a), _shape(state, b))]
+        if not pairs:  # joining a tensor with itself keeps cat callable when no two tensors fit
+            pairs = [(a, a) for a in ts if self._dims(_shape(state, a), _shape(state, a))]
+        return pairs
+
+    def apply(self, state, inputs, rng):
+        a, b = inputs
+        sa, sb = _shape(state, a), _shape(state, b)
+        dim = rng.choice(self._dims(sa, sb))
+        shape = list(sa)
+        shape[dim] = sa[dim] + sb[dim]
+        out = _new_tensor(state, inputs, tuple(shape), self.name)
+        return Call(self.name, list(inputs), [out], f"{out} = torch.cat([{a}, {b}], dim={dim})", {"dim": dim})
+
+
+class Split(API):
+    name = "split"
+    phrases = (
+        "split {in0_} along dimension {dim} into pieces of sizes {sizes}, naming them {outs}",
+        "cut {in0_} on dim {dim} into chunks of {sizes} elements and unpack them as {outs}",
+        "break {in0_} into parts of sizes {sizes} along dimension {dim}; call the parts {outs}",
+    )
+
+    def bindings(self, state):
+        return [(v.name,) for v in state.of_type(TENSOR) if any(s >= 2 for s in v.value)]
+
+    def apply(self, state, inputs, rng):
+        (x,) = inputs
+        shape = _shape(state, x)
+        dim = rng.choice([d for d in range(4) if shape[d] >= 2])
+        n = shape[dim]
+        parts = 3 if n >= 3 and rng.random() < 0.3 else 2
+        cuts = sorted(rng.sample(range(1, n), parts - 1))
+        sizes = [b - a for a, b in zip([0, *cuts], [*cuts, n])]
+        outs = []
+        for s in sizes:
+            piece = list(shape)
+            piece[dim] = s
+            outs.append(_new_tensor(state, (), tuple(piece), self.name))
+        state.vars[x].consumers.append(self.name)
+        code = f"{', '.join(outs)} = torch.split({x}, {sizes}, dim={dim})"
+        return Call(self.name, [x], outs, code, {"dim": dim, "sizes": sizes})
+
+
+class Transpose(API):
+    name = "transpose"
+    phrases = (
+        "swap dimensions {dim0} and {dim1} of {in0_} to get {out0_}",
+        "transpose {in0_}, exchanging dims {dim0} and {dim1}, and call it {out0_}",
+        "exchange axes {dim0} and {dim1} of {in0_}; name the result {out0_}",
+    )
+
+    def bindings(self, state):
+        return [(v.name,) for v in state.of_type(TENSOR)]
+
+    def apply(self, state, inputs, rng):
+        (x,) = inputs
+        d0, d1 = sorted(rng.sample(range(4), 2))
+        shape = list(_shape(state, x))
+        shape[d0], shape[d1] = shape[d1], shape[d0]
+        out = _new_tensor(state, inputs, tuple(shape), self.name)
+        return Call(self.name, [x], [out], f"{out} = torch.transpose({x}, {d0}, {d1})", {"dim0": d0, "dim1": d1})
+
+
+class Permute(API):
+    name = "permute"
+    phrases = (
+        "reorder the dimensions of {in0_} as {dims} to get {out0_}",
+        "permute {in0_} so that its dimensions come in the order {dims}, naming the result {out0_}",
+        "rearrange the axes of {in0_} into the order {dims}; call it {out0_}",
+    )
+
+    def bindings(self, state):
+        return [(v.name,) for v in state.of_type(TENSOR)]
+
+    def apply(self, state, inputs, rng):
+        (x,) = inputs
+        perm = list(range(4))
+        while perm == [0, 1, 2, 3]:
+            rng.shuffle(perm)
+        shape = _shape(state, x)
+        out = _new_tensor(state, inputs, tuple(shape[p] for p in perm), self.name)
+        dims = "(" + ", ".join(map(str, perm)) + ")"
+        return Call(self.name, [x], [out], f"{out} = torch.permute({x}, {dims})", {"dims": dims})
+
+
+class Linear(API):
+    name = "linear"
+    phrases = (
+        "apply a linear layer to {in0_} with weight {weight}{bias_text}, giving {out0_}",
+        "run {in0_} through F.linear using the weight {weight}{bias_text}; call the output {out0_}",
+        "compute the linear transform of {in0_} with weight matrix {weight}{bias_text} and name it {out0_}",
+    )
+
+    def bindings(self, state):
+        return [(v.name,) for v in state.of_type(TENSOR)]
+
+    def apply(self, state, inputs, rng):
+        (x,) = inputs
+        shape = _shape(state, x)
+        out_features = rng.randint(1, MAX_DIM)
+        w = _weight_for(state, (out_features, shape[-1]), "w", rng)
+        b = _weight_for(state, (out_features,), "b", rng) if rng.random() < 0.5 else None
+        used = (x, w) + ((b,) if b else ())
+        out = _new_tensor(state, used, shape[:-1] + (out_features,), self.name)
+        args = f"{x}, {w}" + (f", {b}" if b else "")
+        return Call(self.name, list(used), [out], f"{out} = F.linear({args})", {"weight": w, "bias": b})
+
+    def describe(self, call):
+        d = super().describe(call)
+        d["weight"] = f"`{call.args['weight']}`"
+        d["bias_text"] = f" and bias `{call.args['bias']}`" if call.args["bias"] else " and no bias"
+        return d
+
+
+class Conv2d(API):
+    name = "conv2d"
+    phrases = (
+        "convolve {in0_} with the kernel {weight}{bias_text} using {opts}, naming the output {out0_}",
+        "apply F.conv2d to {in0_} with weight {weight}{bias_text} ({opts}); call the result {out0_}",
+        "run a 2-D convolution over {in0_} with filters {weight}{bias_text} and {opts} to get {out0_}",
+    )
+
+    @staticmethod
+    def out_size(n: int, k: int, stride: int, padding, dilation: int) -> int:
+        if padding == "same":
+            return n
+        p = 0 if padding == "valid" else padding
+        return (n + 2 * p - dilation * (k - 1) - 1) // stride + 1
+
+    def bindings(self, state):
+        return [(v.name,) for v in state.of_type(TENSOR)]
+
+    def apply(self, state, inputs, rng):
+        (x,) = inputs
+        n, c, h, w_ = _shape(state, x)
+        for _ in range(100):
+            kh, kw = rng.randint(1, 3), rng.randint(1, 3)
+            stride, dilation = rng.choice([1, 1, 2]), rng.choice([1, 1, 2])
+            padding = rng.choice([0, 1, "valid", "same"])
+            if padding == "same" and stride != 1:
+                continue
+            oh, ow = (self.out_size(s, k, stride, padding, dilation) for s, k in ((h, kh), (w_, kw)))
+            if 1 <= oh <= MAX_DIM and 1 <= ow <= MAX_DIM:
+                break
+        else:  # a 1x1 kernel with default options always fits
+            kh = kw = stride = dilation = 1
+            padding, oh, ow = 0, h, w_
+        out_c = rng.randint(1, MAX_DIM)
+        weight = _weight_for(state, (out_c, c, kh, kw), "w", rng)
+        bias = _weight_for(state, (out_c,), "b", rng) if rng.random() < 0.5 else None
+        used = (x, weight) + ((bias,) if bias else ())
+        out = _new_tensor(state, used, (n, out_c, oh, ow), self.name)
+        pad = repr(padding)
+        code = f"{out} = F.conv2d({x}, {weight}, {bias}, stride={stride}, padding={pad}, dilation={dilation})"
+        args = {"weight": weight, "bias": bias, "stride": stride, "padding": padding, "dilation": dilation}
+        return Call(self.name, list(used), [out], code, args)
+
+    def describe(self, call):
+        d = super().describe(call)
+        a = call.args
+        d["weight"] = f"`{a['weight']}`"
+        d["bias_text"] = f" and bias `{a['bias']}`" if a["bias"] else " and no bias"
+        pad = f"padding '{a['padding']}'" if isinstance(a["padding"], str) else f"padding {a['padding']}"
+        d["opts"] = f"stride {a['stride']}, {pad} and dilation {a['dilation']}"
+        return d
+
+
+class TensorScenario(Scenario):
+    name = "tensor"
+    apis = (Cat(), Split(), Transpose(), Permute(), Linear(), Conv2d())
+    world = "scenarios.tensor.world:TensorWorld"
+
+    def initial_state(self, rng):
+        state = State()
+        first = (rng.randint(1, MAX_BATCH), rng.randint(1, 4), rng.randint(2, 5), rng.randint(2, 5))
+        shapes = [first]
+        for _ in range(rng.randint(1, 2)):
+            if rng.random() < 0.7:  # shares all but (at most) one dimension with the first: cat-compatible
+                shape = list(first)
+                d = rng.randrange(4)
+                shape[d] = rng.randint(1, MAX_BATCH if d == 0 else 4)
+                shapes.append(tuple(shape))
+            else:
+                shapes.append((rng.randint(1, MAX_BATCH), rng.randint(1, 4), rng.randint(2, 5), rng.randint(2, 5)))
+        for shape in shapes:
+            name = state.fresh("x")
+            state.declare(Var(name, TENSOR, shape), _random_asset(name, shape, rng))
+        return state
+
+    def condition(self, state, var, rng):
+        shape = tuple(var.value)
+        dim = rng.randrange(4)
+        size = shape[dim]
+        if rng.random() < 0.5:
+            return Condition(f"{var.name}.shape[{dim}]", "==", size, size + 1,
+                             f"dimension {dim} of `{var.name}` has size COND")
+        return Condition(f"{var.name}.shape[{dim}]", ">", size - 1, size,
+                         f"the size of dimension {dim} of `{var.name}` is greater than COND")
+
+    def setup_code(self, state, constants):
+        lines = ["import torch", "import torch.nn.functional as F", ""]
+        for name in state.inits:
+            lines.append(f'{name} = load_tensor("{name}")  # {DTYPE}, shape {tuple(state.vars[name].value)}')
+        for k, v in constants.items():
+            lines.append(f"{k} = {v!r}")
+        return "\n".join(lines) + "\n"
+
+    def describe_init(self, state):
+        data = [n for n in state.inits if state.vars[n].type == TENSOR]
+        weights = [n for n in state.inits if state.vars[n].type == WEIGHT]
+        text = f"The setup block loads the input tensors {join_names(data)}"
+        if weights:
+            text += f" and the parameters {join_names(weights)}"
+        return text + "."
+
+    def api_doc(self):
+        return (Path(__file__).with_name("api_doc.md")).read_text()
+
+    def leaf_compare(self, expected, actual, path):
+        if "__tensor__" not in expected:
+            return NotImplemented
+        if "__tensor__" not in actual:
+            return f"{path}: expected a tensor, got a dict"
+        from scenarios.tensor.compare import compare_tensors
+
+        return compare_tensors(expected["__tensor__"], actual["__tensor__"], path, RTOL, ATOL)
