@@ -1,0 +1,31 @@
+"""Shared fixtures: one small tensor dataset built once per test session (real pipeline, real sandbox)."""
+
+from __future__ import annotations
+
+import pytest
+
+from builder.config import BuildConfig
+from builder.pipeline import build
+
+SMALL = dict(scenarios=["tensor"], n=12, seed=0, created_at="2026-01-01", workers=2)
+
+
+@pytest.fixture(scope="session")
+def small_build(tmp_path_factory):
+    """(folder, build report) for a 12-program tensor build with a fixed date, so its bytes are reproducible."""
+    out = tmp_path_factory.mktemp("ds") / "stateeval"
+    report = build(BuildConfig(out=str(out), **SMALL))
+    return out, report
+
+
+@pytest.fixture(scope="session")
+def small_dataset(small_build):
+    return small_build[0]
+
+
+@pytest.fixture(scope="session")
+def small_tasks(small_dataset):
+    from evaluate.data import load_tasks
+
+    tasks, manifest = load_tasks(str(small_dataset))
+    return tasks
