@@ -1,0 +1,88 @@
+"""Build time and peak memory for one build, workers included.
+
+Runs `python -m builder` in a child process and samples the resident memory of its whole process tree
+(the builder plus its sandbox workers and their forked children) from /proc every 20 ms. Memory is the
+proportional set size (PSS): pages shared between forked children (torch's libraries) are counted once,
+not once per process. Linux only.
+
+  python scripts/bench_build.py --scenarios tensor --n 60
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _pss(pid: str) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    with open(f"/proc/{pid}/statm") as f:  # older kernels: resident set size
+        return int(f.read().split()[1]) * PAGE
+
+
+def tree_rss(root: int) -> int:
+    """Proportional resident bytes of `root` and all its descendants."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            rss[int(entry)] = _pss(entry)
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry))
+    total, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        total += rss.get(pid, 0)
+        stack.extend(children.get(pid, []))
+    return total
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--scenarios", default="tensor")
+    p.add_argument("--n", type=int, default=60)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=int, default=None)
+    a = p.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "builder", "--scenarios", a.scenarios, "--n", str(a.n), "--seed", str(a.seed),
+               "--out", str(Path(tmp) / "stateeval")]
+        if a.workers:
+            cmd += ["--workers", str(a.workers)]
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        peak = 0
+        while proc.poll() is None:
+            peak = max(peak, tree_rss(proc.pid))
+            time.sleep(0.02)
+        seconds = time.perf_counter() - start
+        out = proc.stdout.read()
+    if proc.returncode:
+        sys.exit(f"build failed (exit {proc.returncode}):\n{out}")
+    print(out.strip())
+    print(f"build of {a.n} programs per scenario ({a.scenarios}): {seconds:.1f} s wall, "
+          f"peak memory {peak / 2**20:.0f} MiB (process tree, {os.cpu_count()} cores)")
+
+
+if __name__ == "__main__":
+    main()
