@@ -83,7 +83,12 @@ def execute(world, job: dict, case: dict) -> dict:
         canonical_json(result)
     except Exception as exc:  # noqa: BLE001 - any failure to serialise is a result error
         return {"status": "result_error", "error": f"RESULT cannot be serialised: {exc}"}
-    return {"status": "ok", "result": result}
+    try:
+        recorded = world.recorded(ns)
+        canonical_json(recorded)
+    except Exception as exc:  # noqa: BLE001 - a program that breaks the world's record fails on it
+        return {"status": "result_error", "error": f"the side effects cannot be read: {exc}"}
+    return {"status": "ok", "result": result, "recorded": recorded}
 
 
 def _child(world, job: dict, case: dict, workdir: str, wfd: int) -> None:
@@ -181,7 +186,7 @@ def run_job(worlds: dict, job: dict) -> dict:
         else:
             report = json.loads(data)
         if report["status"] == "ok":
-            report["state"] = world.snapshot()
+            report["state"] = world.snapshot(report.pop("recorded", None))
         report["seconds"] = round(seconds, 4)
         report["output"] = output
         return report

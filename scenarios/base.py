@@ -210,7 +210,8 @@ class World(ABC):
 
     `namespace` runs inside the forked child (untrusted code will share it); `canonical` runs there too, and
     must return plain data only (None, bool, int, float, str, list, dict with str keys). `snapshot` runs in the
-    worker after the child has exited, so side effects are read from the world, not from the child.
+    worker after the child has exited, so side effects held by the world (a database) are read from the world,
+    not from the child.
     """
 
     def reset(self, case: dict) -> None:
@@ -227,9 +228,17 @@ class World(ABC):
     def canonical_leaf(self, obj: Any) -> Any:
         raise TypeError(f"RESULT contains a {type(obj).__module__}.{type(obj).__qualname__}, which cannot be compared")
 
-    def snapshot(self) -> Any:
-        """Side effects after the run as plain data (None when the scenario has none)."""
+    def recorded(self, namespace: dict) -> Any:
+        """Side effects the child itself holds (e.g. an in-process tool log), as plain data; runs in the child."""
         return None
+
+    def snapshot(self, recorded: Any) -> Any:
+        """The test case's side effects as plain data, read in the worker after the child has exited.
+
+        `recorded` is what `recorded` returned in the child. A world with its own storage (a server's database)
+        should read that storage here rather than trust the child; by default the child's record is the state.
+        """
+        return recorded
 
     def close(self) -> None:
         pass
