@@ -35,21 +35,32 @@ def library_versions() -> dict:
     return versions
 
 
-def _write_shards(folder: Path, scenario: str, records: list[dict]) -> list[str]:
+def _write_shards(folder: Path, scenario: str, records: list[dict]) -> dict[str, str]:
+    """Write a scenario's shards; return {relative path: sha256}.
+
+    Each shard's name ends with the start of its own sha256, and the card lists the exact names: `datasets`
+    keys its cache for a local folder on the card's YAML, so a rebuilt folder with the same names would be
+    served the previous build's rows.
+    """
     chunks = [records[i:i + ROWS_PER_SHARD] for i in range(0, len(records), ROWS_PER_SHARD)] or [[]]
-    names = []
+    files = {}
     for k, chunk in enumerate(chunks):
-        rel = f"{DATA_DIR}/{scenario}-{k:05d}-of-{len(chunks):05d}.parquet"
+        tmp = folder / DATA_DIR / f".{scenario}-{k}.tmp"
         table = pa.Table.from_pylist(chunk, schema=SCHEMA)
-        pq.write_table(table, folder / rel, compression="zstd", write_statistics=True)
-        names.append(rel)
-    return names
+        pq.write_table(table, tmp, compression="zstd", write_statistics=True)
+        digest = file_sha256(tmp)
+        rel = f"{DATA_DIR}/{scenario}-{k:05d}-of-{len(chunks):05d}-{digest[:12]}.parquet"
+        tmp.rename(folder / rel)
+        files[rel] = digest
+    return files
 
 
 def render_card(manifest: dict, stats: dict) -> str:
-    splits = "\n".join(
-        f"  - split: {s}\n    path: {DATA_DIR}/{s}-*.parquet" for s in manifest["counts"]
-    )
+    def paths(scenario: str) -> str:
+        mine = sorted(f for f in manifest["files"] if f.startswith(f"{DATA_DIR}/{scenario}-"))
+        return "".join(f"\n    - {f}" for f in mine)
+
+    splits = "\n".join(f"  - split: {s}\n    path:{paths(s)}" for s in manifest["counts"])
     counts = "\n".join(f"| {s} | {n} |" for s, n in manifest["counts"].items())
     values = {
         "configs": f"configs:\n- config_name: default\n  data_files:\n{splits}",
@@ -77,19 +88,26 @@ def stats_table(stats: dict) -> str:
     return "\n".join(rows)
 
 
+def check_out(out: Path) -> None:
+    """Refuse an --out that would destroy something that is not an earlier build (checked before any work)."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise DatasetError(f"--out {out} is a file; choose a folder name")
+    if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST).exists():
+        raise DatasetError(f"{out} exists and is not a StateEval dataset; choose another --out or remove it")
+
+
 def write_dataset(out: Path, records: dict[str, list[dict]], info: dict, stats: dict, report: dict) -> dict:
     """Write the folder atomically; return its manifest."""
     out = Path(out)
-    if out.exists() and any(out.iterdir()) and not (out / MANIFEST).exists():
-        raise DatasetError(f"{out} exists and is not a StateEval dataset; choose another --out or remove it")
+    check_out(out)
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / DATA_DIR).mkdir(parents=True)
     try:
         files = {}
         for scenario, recs in records.items():
-            for rel in _write_shards(tmp, scenario, recs):
-                files[rel] = file_sha256(tmp / rel)
+            files.update(_write_shards(tmp, scenario, recs))
         manifest = {
             "name": "stateeval",
             "builder_version": __version__,
@@ -107,7 +125,11 @@ def write_dataset(out: Path, records: dict[str, list[dict]], info: dict, stats: 
         if out.exists():
             old = out.with_name(f".{out.name}.old-{os.getpid()}")
             out.rename(old)
-            tmp.rename(out)
+            try:
+                tmp.rename(out)
+            except OSError:
+                old.rename(out)  # put the previous build back rather than leave nothing at --out
+                raise
             shutil.rmtree(old)
         else:
             out.parent.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from builder import __version__
 from builder.config import BuildConfig
-from builder.dataset import write_dataset
+from builder.dataset import check_out, write_dataset
 from builder.fuzz import CoverageRecorder, NoValidCall
 from builder.program import Program, generate_program
 from builder.translate import TemplateTranslator
@@ -176,6 +176,7 @@ def scenario_stats(records: list[dict], curve: list[float]) -> dict:
 def build(config: BuildConfig) -> dict:
     """Run the whole pipeline; return the build report (also written beside the dataset)."""
     started = time.perf_counter()
+    check_out(Path(config.out))
     rejections: Counter = Counter()
     records: dict[str, list[dict]] = {}
     stats, curves = {}, {}

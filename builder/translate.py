@@ -28,6 +28,11 @@ BRANCH_PHRASES = (
 )
 
 
+def _label(k: int) -> str:
+    """a, b, ..., z, aa, ab, ... for the steps inside a branch."""
+    return (_label(k // 26 - 1) if k >= 26 else "") + chr(ord("a") + k % 26)
+
+
 def _sentence(text: str) -> str:
     text = text.strip()
     return text[0].upper() + text[1:] + ("" if text.endswith(".") else ".")
@@ -68,8 +73,8 @@ class TemplateTranslator:
         for label, path in (("If it does:", program.then), ("Otherwise:", program.orelse)):
             lines.append(f"   {label}")
             steps = [say(c) for c in path.calls] + [result(path)]
-            for letter, text in zip("abcdefghij", steps):
-                lines.append(f"   {letter}. " + _sentence(text))
+            for k, text in enumerate(steps):
+                lines.append(f"   {_label(k)}. " + _sentence(text))
         lines.append(f"Use the name `{COND}` in the condition, not its current value.")
         return "\n".join(lines)
 

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-import pytest
+import os
+import tempfile
 
-from builder.config import BuildConfig
-from builder.pipeline import build
+# A private `datasets` cache for the test session (set before `datasets` is imported anywhere), so tests never
+# read rows another build left in the user's cache.
+os.environ["HF_DATASETS_CACHE"] = tempfile.mkdtemp(prefix="stateeval-hf-cache-")
+
+import pytest  # noqa: E402
+
+from builder.config import BuildConfig  # noqa: E402
+from builder.pipeline import build  # noqa: E402
 
 SMALL = dict(scenarios=["tensor"], n=12, seed=0, created_at="2026-01-01", workers=2)
 

@@ -1,0 +1,299 @@
+"""The whole build: the dataset folder users load, reproducibility, the rejections it counts, and safe writes."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+import builder.pipeline as pipeline
+from builder.config import BuildConfig
+from builder.pipeline import build
+from evaluate.data import MANIFEST, SCHEMA, DatasetError, verify_folder
+from tests.conftest import SMALL
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def shards(folder: Path) -> list[Path]:
+    return sorted((folder / "data").glob("tensor-*.parquet"))
+
+
+def shard_rows(folder: Path) -> list[dict]:
+    """The rows exactly as stored in this folder's shards (independent of any loader cache)."""
+    return [row for path in shards(folder) for row in pq.read_table(path).to_pylist()]
+
+
+def front_matter(readme: Path) -> dict:
+    text = readme.read_text()
+    assert text.startswith("---\n")
+    return yaml.safe_load(text.split("---\n", 2)[1])
+
+
+def tree_bytes(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def calls_per_path(reference: str) -> list[int]:
+    """API calls on each path of a reference program (RESULT lines are not calls)."""
+    body = ast.parse(reference).body
+
+    def count(stmts):
+        return sum(1 for s in stmts if isinstance(s, ast.Assign) and not (
+            isinstance(s.targets[0], ast.Name) and s.targets[0].id == "RESULT"))
+
+    if isinstance(body[-1], ast.If):
+        prefix = count(body[:-1])
+        return [prefix + count(body[-1].body), prefix + count(body[-1].orelse)]
+    return [count(body)]
+
+
+@pytest.fixture(scope="module")
+def other_seed_build(tmp_path_factory):
+    """The small build again with only the seed changed, into a folder also named `stateeval`."""
+    out = tmp_path_factory.mktemp("seed1") / "stateeval"
+    build(BuildConfig(out=str(out), **dict(SMALL, seed=1)))
+    return out
+
+
+# --------------------------------------------------------------------------------------------- folder
+
+
+def test_folder_has_card_shards_and_manifest(small_build):
+    folder, report = small_build
+    assert folder.name == "stateeval"
+    data = shards(folder)
+    assert data, "no data/tensor-*.parquet shards"
+
+    card = front_matter(folder / "README.md")
+    (config,) = card["configs"]
+    assert config["config_name"] == "default"
+    # The card names the exact shards (content-named), so `datasets` never serves another build's cached rows.
+    assert config["data_files"] == [{"split": "tensor", "path": [f"data/{p.name}" for p in data]}]
+
+    manifest = json.loads((folder / MANIFEST).read_text())
+    assert verify_folder(folder)["content_hash"] == manifest["content_hash"]
+    assert sorted(manifest["files"]) == [str(p.relative_to(folder)) for p in data]
+    assert manifest["seed"] == SMALL["seed"] and manifest["created_at"] == SMALL["created_at"]
+    assert manifest["config"]["n"] == SMALL["n"] and manifest["config"]["coverage"] is True
+
+    rows = shard_rows(folder)
+    assert manifest["counts"] == {"tensor": len(rows)} == report["kept"]
+    assert report["attempts"]["tensor"] == SMALL["n"]
+    assert report["kept"]["tensor"] + sum(report["rejections"].values()) == SMALL["n"]
+    assert report["manifest"]["content_hash"] == manifest["content_hash"]
+    curve = report["coverage_curve"]["tensor"]
+    assert len(curve) == SMALL["n"] and curve == sorted(curve)
+    assert report["statistics"]["tensor"]["pair_coverage"] == curve[-1]
+    assert report["statistics"]["tensor"]["tasks"] == len(rows)
+    assert pq.read_schema(data[0]).remove_metadata() == SCHEMA
+
+
+def test_card_statistics_describe_this_build(small_build):
+    folder, report = small_build
+    text = (folder / "README.md").read_text()
+    manifest = json.loads((folder / MANIFEST).read_text())
+    assert manifest["content_hash"] in text
+    assert f"| tensor | {report['kept']['tensor']} |" in text
+    assert not re.search(r"\$\{?[a-z_]+", text), "an unfilled template field"
+
+
+def test_load_dataset_reads_the_folder(small_dataset, monkeypatch):
+    import datasets
+
+    ds = datasets.load_dataset(str(small_dataset))
+    assert list(ds) == ["tensor"]
+    assert ds["tensor"].column_names == SCHEMA.names
+
+    monkeypatch.chdir(small_dataset.parent)
+    by_name = datasets.load_dataset("stateeval")
+    assert list(by_name) == ["tensor"]
+    assert by_name["tensor"].column_names == SCHEMA.names
+
+
+def test_load_dataset_returns_the_rows_of_this_build(small_dataset, other_seed_build, monkeypatch):
+    import datasets
+
+    from evaluate.data import load_tasks
+
+    for folder in (small_dataset, other_seed_build):
+        stored = sorted(r["instruction"] for r in shard_rows(folder))
+        monkeypatch.chdir(folder.parent)
+        loaded = datasets.load_dataset("stateeval")["tensor"]
+        assert sorted(loaded["instruction"]) == stored, f"{folder} was read back with other rows"
+        tasks, _ = load_tasks(str(folder))
+        assert sorted(t["instruction"] for t in tasks) == stored
+
+
+# ------------------------------------------------------------------------------------------- content
+
+
+def test_every_kept_task_is_well_formed(small_dataset):
+    rows = shard_rows(small_dataset)
+    assert len({r["task_id"] for r in rows}) == len(rows)
+    assert any(r["has_branch"] for r in rows) and not all(r["has_branch"] for r in rows)
+    for r in rows:
+        assert r["scenario"] == "tensor" and r["task_id"].startswith("tensor-")
+        assert r["seed"] == SMALL["seed"] and r["created_at"] == SMALL["created_at"]
+        assert r["translator"] == "template" and r["instruction"] and r["api_doc"]
+        assert r["num_api_calls"] >= 5 and len(r["api_calls"]) == r["num_api_calls"]
+        per_path = calls_per_path(r["reference_program"])
+        assert min(per_path) >= 5, (r["task_id"], per_path)
+        calls = [n for n in ast.walk(ast.parse(r["reference_program"])) if isinstance(n, ast.Call)
+                 and not (isinstance(n.func, ast.Name) and n.func.id == "RESULT")]
+        assert len(calls) == r["num_api_calls"], "one call expression per API call in the reference"
+        assert r["setup_code"] == r["test_cases"][0]["setup_code"]
+        for case in r["test_cases"]:
+            assert isinstance(json.loads(case["expected_result"]), list)
+            assert case["assets"], "the stored initial tensors travel with every test case"
+
+
+def test_branching_tasks_have_original_and_flipped_cases(small_dataset):
+    rows = shard_rows(small_dataset)
+    for r in rows:
+        cases = r["test_cases"]
+        if r["has_branch"]:
+            assert [c["name"] for c in cases] == ["original", "flipped"], r["task_id"]
+            assert [c["branch"] for c in cases] == ["then", "else"]
+            original, flipped = (json.loads(c["constants"]) for c in cases)
+            assert set(original) == set(flipped) == {"COND"}
+            assert original["COND"] != flipped["COND"]
+            assert cases[0]["setup_code"] != cases[1]["setup_code"]
+            assert "if " in r["reference_program"] and "COND" in r["reference_program"]
+        else:
+            assert [c["name"] for c in cases] == ["original"], r["task_id"]
+            assert cases[0]["branch"] == "main" and json.loads(cases[0]["constants"]) == {}
+            assert "COND" not in r["reference_program"]
+
+
+# ------------------------------------------------------------------------------------ reproducibility
+
+
+def test_same_config_gives_byte_identical_shards_and_another_seed_differs(small_dataset, other_seed_build,
+                                                                          tmp_path):
+    again = tmp_path / "again" / "stateeval"
+    build(BuildConfig(out=str(again), **SMALL))
+    first, second = shards(small_dataset), shards(again)
+    assert [p.name for p in first] == [p.name for p in second]
+    for a, b in zip(first, second):
+        assert a.read_bytes() == b.read_bytes(), f"{a.name} differs between two builds of the same config"
+    assert verify_folder(again)["content_hash"] == verify_folder(small_dataset)["content_hash"]
+
+    other = shards(other_seed_build)
+    assert [p.read_bytes() for p in other] != [p.read_bytes() for p in first]
+    assert verify_folder(other_seed_build)["content_hash"] != verify_folder(small_dataset)["content_hash"]
+    assert {r["reference_program"] for r in shard_rows(other_seed_build)} != {
+        r["reference_program"] for r in shard_rows(small_dataset)}
+
+
+# ------------------------------------------------------------------------------------------ rejections
+
+
+def test_failing_reference_is_dropped_and_counted(tmp_path, monkeypatch):
+    real = pipeline.generate_program
+    made = []
+
+    def sabotaged(*args, **kwargs):
+        program = real(*args, **kwargs)
+        made.append(program)
+        if len(made) == 2:  # task tensor-0001: its reference raises after doing its work
+            code = program.reference_code()
+            program.reference_code = lambda: code + "raise RuntimeError('injected failure')\n"
+        return program
+
+    monkeypatch.setattr(pipeline, "generate_program", sabotaged)
+    out = tmp_path / "stateeval"
+    report = build(BuildConfig(out=str(out), **dict(SMALL, n=4)))
+
+    assert len(made) == 4
+    failed = {k: v for k, v in report["rejections"].items() if "reference" in k}
+    assert failed == {"tensor: reference execution_error": 1}
+    assert report["kept"]["tensor"] + sum(report["rejections"].values()) == 4
+    ids = [r["task_id"] for r in shard_rows(out)]
+    assert "tensor-0001" not in ids
+    assert len(ids) == report["kept"]["tensor"] >= 2
+
+
+# ------------------------------------------------------------------------------------------- writing
+
+
+def test_refuses_to_write_into_a_folder_that_is_not_a_dataset(tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "thesis.tex").write_text("precious")
+    with pytest.raises(DatasetError, match="not a StateEval dataset"):
+        build(BuildConfig(out=str(out), **dict(SMALL, n=1)))
+    assert [p.name for p in out.iterdir()] == ["thesis.tex"]
+    assert (out / "thesis.tex").read_text() == "precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"], "no temporary folder left behind"
+
+
+def test_crash_while_writing_keeps_the_previous_dataset(small_dataset, tmp_path, monkeypatch):
+    out = tmp_path / "stateeval"
+    shutil.copytree(small_dataset, out)
+    before = tree_bytes(out)
+
+    import builder.dataset
+
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(builder.dataset, "_write_shards", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        build(BuildConfig(out=str(out), **dict(SMALL, n=2, seed=5)))
+
+    assert tree_bytes(out) == before
+    verify_folder(out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["stateeval"], "no temporary folder left behind"
+
+
+def test_rebuild_replaces_a_previous_dataset(small_dataset, tmp_path):
+    out = tmp_path / "stateeval"
+    shutil.copytree(small_dataset, out)
+    build(BuildConfig(out=str(out), **dict(SMALL, n=3, seed=9)))
+    manifest = verify_folder(out)
+    assert manifest["seed"] == 9
+    assert {r["seed"] for r in shard_rows(out)} == {9}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["stateeval"]
+
+
+# ------------------------------------------------------------------------------------------ the CLI
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "builder", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_cli_help_mentions_the_ablation_switch(tmp_path):
+    done = run_cli("--help", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "--no-coverage" in done.stdout
+    assert "--scenarios" in done.stdout and "--seed" in done.stdout
+
+
+def test_cli_unknown_scenario_names_the_known_ones(tmp_path):
+    from scenarios import scenario_names
+
+    done = run_cli("--scenarios", "tensor,holodeck", "--n", "1", "--out", "ds", cwd=tmp_path)
+    assert done.returncode != 0
+    assert "holodeck" in done.stderr
+    for name in scenario_names():
+        assert name in done.stderr
+    assert not (tmp_path / "ds").exists()
+
+
+def test_cli_rejects_bad_numbers(tmp_path):
+    done = run_cli("--n", "0", "--out", "ds", cwd=tmp_path)
+    assert done.returncode != 0 and "--n" in done.stderr
+    assert not (tmp_path / "ds").exists()

@@ -1,0 +1,154 @@
+"""The template translator: instructions name every variable a solver must create, vary with the seed, and never
+quote a stored value."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import numpy as np
+import pytest
+
+from builder.fuzz import CoverageRecorder
+from builder.pipeline import make_cases
+from builder.program import COND, generate_program
+from builder.translate import TemplateTranslator, mentions
+from scenarios import get_scenario
+
+
+@pytest.fixture(scope="module")
+def scenario():
+    return get_scenario("tensor")
+
+
+@pytest.fixture(scope="module")
+def programs(scenario):
+    recorder = CoverageRecorder()
+    return [generate_program(scenario, random.Random(seed), recorder) for seed in range(80)]
+
+
+@pytest.fixture(scope="module")
+def translator():
+    return TemplateTranslator()
+
+
+def translate(translator, program, seed=0) -> str:
+    return translator.translate(program, random.Random(seed))
+
+
+def test_instruction_names_every_output_and_result_variable(programs, translator, scenario):
+    for p in programs:
+        text = translate(translator, p)
+        outputs = [o for c in p.all_calls for o in c.outputs]
+        assert mentions(text, outputs) == [], text
+        for path in [p.then] + ([p.orelse] if p.orelse else []):
+            assert mentions(text, path.result_vars(scenario)) == [], text
+        assert "RESULT" in text
+
+
+@pytest.mark.parametrize("calls", [
+    2,
+    9,
+    12,
+    30,
+], ids=lambda n: f"calls{n}")
+def test_long_and_short_branches_are_fully_described(scenario, translator, calls):
+    recorder = CoverageRecorder()
+    for seed in range(30):
+        p = generate_program(scenario, random.Random(seed), recorder, calls_per_path=calls, branch_probability=1.0)
+        text = translate(translator, p)
+        outputs = [o for c in p.all_calls for o in c.outputs]
+        assert mentions(text, outputs) == [], f"seed {seed}: {text}"
+        if p.has_branch:
+            assert text.count("RESULT") >= 2, f"seed {seed}: a branch has no RESULT step\n{text}"
+
+
+def test_instruction_names_every_input_and_setup_variable(programs, translator):
+    for p in programs:
+        text = translate(translator, p)
+        inputs = [i for c in p.all_calls for i in c.inputs]
+        assert mentions(text, inputs) == [], text
+        assert mentions(text, p.declarations().inits) == [], text
+
+
+def test_result_order_is_stated(programs, translator, scenario):
+    for p in programs[:20]:
+        text = translate(translator, p)
+        for path in [p.then] + ([p.orelse] if p.orelse else []):
+            names = path.result_vars(scenario)
+            listed = "[" + ", ".join(f"`{n}`" for n in names) + "]"
+            bare = "RESULT = [" + ", ".join(names) + "]"
+            assert listed in text or bare in text, (names, text)
+
+
+def test_same_seed_gives_same_text(programs, translator):
+    for p in programs[:20]:
+        assert translate(translator, p, 7) == translate(translator, p, 7)
+        assert TemplateTranslator().translate(p, random.Random("a/b")) == translate(translator, p, "a/b")
+
+
+def test_different_seeds_give_different_texts(programs, translator):
+    for p in programs[:20]:
+        texts = {translate(translator, p, seed) for seed in range(6)}
+        assert len(texts) >= 5, f"only {len(texts)} distinct texts over 6 seeds"
+
+
+def test_branching_instructions_use_the_constant_by_name(programs, translator):
+    assert any(p.has_branch for p in programs) and not all(p.has_branch for p in programs)
+    for p in programs:
+        text = translate(translator, p)
+        if p.has_branch:
+            assert f"`{COND}`" in text
+            assert "Otherwise" in text
+            # the constant's value is never given, only its name
+            phrase = p.condition.phrase.replace(COND, f"`{COND}`")
+            assert phrase in text
+        else:
+            assert COND not in text
+
+
+FLOAT = re.compile(r"-?\d+\.\d+(?:[eE][-+]?\d+)?")
+
+
+def stored_values(case) -> np.ndarray:
+    import json
+
+    parts = []
+    for a in case["assets"]:
+        meta = json.loads(a["meta"])
+        parts.append(np.frombuffer(bytes(a["data"]), dtype=np.dtype(meta["dtype"]).newbyteorder("<")))
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def assert_no_value_leaks(text: str, values: np.ndarray) -> None:
+    assert FLOAT.findall(text) == [], f"float literal in: {text}"
+    for v in values[:200]:
+        for digits in (2, 3, 4):
+            literal = f"{abs(float(v)):.{digits}f}"
+            if literal.strip("0.") == "":
+                continue
+            assert literal not in text, f"stored value {v} appears as {literal}"
+
+
+def test_no_stored_value_leaks_into_fuzzed_instructions(programs, translator):
+    for p in programs:
+        case = make_cases(p)[0]
+        values = stored_values(case)
+        assert values.size
+        assert_no_value_leaks(translate(translator, p), values)
+        assert_no_value_leaks(case["setup_code"], values)
+
+
+def test_no_stored_value_leaks_into_dataset_rows(small_tasks):
+    for task in small_tasks:
+        for case in task["test_cases"]:
+            values = stored_values(case)
+            assert_no_value_leaks(task["instruction"], values)
+            assert_no_value_leaks(case["setup_code"], values)
+
+
+def test_unknown_translator_is_refused():
+    from builder.pipeline import get_translator
+
+    with pytest.raises(ValueError, match="template"):
+        get_translator("gpt-nothing")
