@@ -70,7 +70,7 @@ class TemplateTranslator:
 
         cond = program.condition.phrase.replace(COND, f"`{COND}`")
         lines.append(f"{number + 1}. " + rng.choice(BRANCH_PHRASES).format(cond=cond))
-        for label, path in (("If it does:", program.then), ("Otherwise:", program.orelse)):
+        for label, path in (("If so:", program.then), ("Otherwise:", program.orelse)):
             lines.append(f"   {label}")
             steps = [say(c) for c in path.calls] + [result(path)]
             for k, text in enumerate(steps):

@@ -1,0 +1,347 @@
+"""The `voice` scenario: an ElevenLabs-style speech lab, the same tools served over MCP (`python -m scenarios.voice`).
+
+State machine: the setup block holds a recorded user speech (stored with the task), a text, search criteria and
+one or two phone numbers. Data flows from producers to consumers: a search result's voice names feed
+text_to_speech and speech_to_speech; speeches flow through isolate_audio, speech_to_speech and speech_to_text;
+transcripts feed text_to_speech; any speech can be played by make_outbound_call. Parameters (which voice of a
+search result, voice settings, diarization) are solved from the values in scope, which the builder computes with
+the world's own pure transforms (`scenarios.voice.tools`), so the fuzzer's idea of a value is the world's.
+
+The oracle is RESULT plus the lab's side effects: the speeches the tools produced and the outbound calls, with
+order ignored only where the API is order-free (see `VoiceLab.state`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from scenarios.base import API, Asset, Call, Condition, Scenario, State, Var, compare_plain, join_names
+from scenarios.voice.tools import (
+    CATEGORIES,
+    GENDERS,
+    convert_voice,
+    find_voice,
+    isolate,
+    message_text,
+    phone_number,
+    place_call,
+    recording,
+    search_library,
+    synthesize,
+    transcribe,
+    user_conversation,
+)
+
+SPEECH, TEXT, TRANSCRIPT, VOICES, CATEGORY, GENDER, PHONE, CALL = (
+    "speech", "text", "transcript", "voices", "category", "gender", "phone", "call",
+)
+USER_SPEECH = "user_speech"
+SETTING_VALUES = (0.1, 0.2, 0.3, 0.4, 0.6, 0.7, 0.8, 0.9)  # non-default voice settings the fuzzer picks from
+SETTINGS = ("stability", "similarity_boost", "style")
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
+TAGS = {"__speech__": "speech", "__voice__": "voice", "__call__": "call record"}
+
+
+def _consume(state: State, inputs, api: str) -> None:
+    for n in inputs:
+        state.vars[n].consumers.append(api)
+
+
+def _produce(state: State, prefix: str, type_: str, value, api: str) -> str:
+    name = state.fresh(prefix)
+    state.add(Var(name, type_, value, producer=api))
+    return name
+
+
+def _voice_ref(call: Call) -> str:
+    return f"the {ORDINALS[call.args['index']]} voice of `{call.args['voices']}`"
+
+
+class SearchVoiceLibrary(API):
+    name = "search_voice_library"
+    phrases = (
+        "search the voice library for {criteria}, naming the list of matches {out0_}",
+        "find all {criteria} with search_voice_library and keep the list as {out0_}",
+        "query the voice library for {criteria}; call the resulting list {out0_}",
+    )
+
+    def bindings(self, state):
+        cats = [v.name for v in state.of_type(CATEGORY)]
+        gens = [v.name for v in state.of_type(GENDER)]
+        combos = [(c,) for c in cats] + [(g,) for g in gens] + [(c, g) for c in cats for g in gens]
+        done = state.extra.get("searched", [])
+        return [b for b in combos if list(b) not in done]
+
+    def apply(self, state, inputs, rng):
+        kwargs = {state.vars[n].type: n for n in inputs}  # "category"/"gender" are also the parameter names
+        found = search_library(**{k: state.vars[n].value for k, n in kwargs.items()})
+        _consume(state, inputs, self.name)
+        state.extra.setdefault("searched", []).append(list(inputs))
+        out = _produce(state, "voices", VOICES, tuple(found), self.name)
+        args = ", ".join(f"{k}={n}" for k, n in kwargs.items())
+        return Call(self.name, list(inputs), [out], f"{out} = search_voice_library({args})", dict(kwargs))
+
+    def describe(self, call):
+        d = super().describe(call)
+        parts = [f"whose {k} is `{n}`" for k, n in call.args.items()]
+        d["criteria"] = "voices " + " and ".join(parts)
+        return d
+
+
+def _voice_lists(state: State) -> list[str]:
+    return [v.name for v in state.of_type(VOICES) if v.value]
+
+
+class TextToSpeech(API):
+    name = "text_to_speech"
+    phrases = (
+        "convert the text {in0_} to speech with {voice_ref}{settings_text}, naming the speech {out0_}",
+        "use text_to_speech to speak {in0_} in {voice_ref}{settings_text}; call the result {out0_}",
+        "synthesize {in0_} as speech spoken by {voice_ref}{settings_text} and name it {out0_}",
+    )
+
+    def bindings(self, state):
+        texts = [v.name for v in state.of_type(TEXT, TRANSCRIPT)]
+        return [(t, v) for t in texts for v in _voice_lists(state)]
+
+    def apply(self, state, inputs, rng):
+        text, voices = inputs
+        index = rng.randrange(len(state.vars[voices].value))
+        voice = state.vars[voices].value[index]
+        settings = {}
+        if rng.random() < 0.6:
+            for key in rng.sample(SETTINGS, rng.randint(1, 3)):
+                settings[key] = rng.choice(SETTING_VALUES)
+            settings = {k: settings[k] for k in SETTINGS if k in settings}  # signature order
+        speech = synthesize(state.vars[text].value, find_voice(voice.name), **settings)
+        _consume(state, inputs, self.name)
+        out = _produce(state, "s", SPEECH, speech, self.name)
+        extra = "".join(f", {k}={v}" for k, v in settings.items())
+        code = f"{out} = text_to_speech({text}, voice_name={voices}[{index}].name{extra})"
+        return Call(self.name, list(inputs), [out], code, {"voices": voices, "index": index, "settings": settings})
+
+    def describe(self, call):
+        d = super().describe(call)
+        d["voice_ref"] = _voice_ref(call)
+        settings = call.args["settings"]
+        if not settings:
+            d["settings_text"] = ", using the default voice settings"
+        else:
+            said = [f"{k.replace('_', ' ')} {v}" for k, v in settings.items()]
+            text = said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1]
+            rest = " (other settings at their defaults)" if len(settings) < len(SETTINGS) else ""
+            d["settings_text"] = f", using {text}{rest}"
+        return d
+
+
+class SpeechToSpeech(API):
+    name = "speech_to_speech"
+    phrases = (
+        "transform the speech {in0_} into {voice_ref} with speech_to_speech (keeping its words), naming the "
+        "result {out0_}",
+        "re-voice {in0_} with speech to speech so that {voice_ref} speaks it; call the new speech {out0_}",
+        "convert the speech {in0_} to {voice_ref} using speech_to_speech and name the output {out0_}",
+    )
+
+    def bindings(self, state):
+        return [(s.name, v) for s in state.of_type(SPEECH) for v in _voice_lists(state)
+                if self._targets(state, s.name, v)]
+
+    @staticmethod
+    def _targets(state, speech: str, voices: str) -> list[int]:
+        """Voices of the list that would change this speech: not its own voice, not one it was converted to."""
+        done = state.extra.get("converted", [])
+        current = state.vars[speech].value.voice
+        return [i for i, v in enumerate(state.vars[voices].value) if v.name != current and [speech, v.name] not in done]
+
+    def apply(self, state, inputs, rng):
+        speech, voices = inputs
+        index = rng.choice(self._targets(state, speech, voices))
+        voice = state.vars[voices].value[index]
+        value = convert_voice(state.vars[speech].value, find_voice(voice.name))
+        _consume(state, inputs, self.name)
+        state.extra.setdefault("converted", []).append([speech, voice.name])
+        out = _produce(state, "s", SPEECH, value, self.name)
+        code = f"{out} = speech_to_speech({speech}, voice_name={voices}[{index}].name)"
+        return Call(self.name, list(inputs), [out], code, {"voices": voices, "index": index})
+
+    def describe(self, call):
+        d = super().describe(call)
+        d["voice_ref"] = _voice_ref(call)
+        return d
+
+
+class SpeechToText(API):
+    name = "speech_to_text"
+    phrases = (
+        "transcribe {in0_}{diarize_text}, naming the transcript {out0_}",
+        "turn the speech {in0_} into text with speech_to_text{diarize_text}; call the transcript {out0_}",
+        "get the transcript of {in0_}{diarize_text} and store it as {out0_}",
+    )
+
+    def bindings(self, state):
+        done = state.extra.get("transcribed", [])
+        return [(s.name,) for s in state.of_type(SPEECH) if s.name not in done]
+
+    def apply(self, state, inputs, rng):
+        (speech,) = inputs
+        diarize = rng.random() < 0.5
+        text = transcribe(state.vars[speech].value, diarize)
+        _consume(state, inputs, self.name)
+        state.extra.setdefault("transcribed", []).append(speech)
+        out = _produce(state, "t", TRANSCRIPT, text, self.name)
+        code = f"{out} = speech_to_text({speech}, diarize={diarize})"
+        return Call(self.name, [speech], [out], code, {"diarize": diarize})
+
+    def describe(self, call):
+        d = super().describe(call)
+        d["diarize_text"] = (" with speaker diarization (diarize=True)" if call.args["diarize"]
+                             else " without diarization")
+        return d
+
+
+class IsolateAudio(API):
+    name = "isolate_audio"
+    phrases = (
+        "isolate the voices in {in0_} from background noise, naming the cleaned speech {out0_}",
+        "run isolate_audio on {in0_} and call the result {out0_}",
+        "clean {in0_} with audio isolation; name the isolated speech {out0_}",
+    )
+
+    def bindings(self, state):
+        # Isolating an isolated speech, or the same speech twice, would only repeat a call.
+        done = state.extra.get("isolated", [])
+        return [(s.name,) for s in state.of_type(SPEECH)
+                if s.value.operations[-1] != "isolate_audio" and s.name not in done]
+
+    def apply(self, state, inputs, rng):
+        (speech,) = inputs
+        value = isolate(state.vars[speech].value)
+        _consume(state, inputs, self.name)
+        state.extra.setdefault("isolated", []).append(speech)
+        out = _produce(state, "s", SPEECH, value, self.name)
+        return Call(self.name, [speech], [out], f"{out} = isolate_audio({speech})", {})
+
+
+class MakeOutboundCall(API):
+    name = "make_outbound_call"
+    phrases = (
+        "place an outbound call to {in1_} that plays {in0_}, naming the call record {out0_}",
+        "call the number {in1_} with make_outbound_call and play {in0_}; keep the returned record as {out0_}",
+        "phone {in1_} and play the speech {in0_} on the call; name the call record {out0_}",
+    )
+
+    def bindings(self, state):
+        done = state.extra.get("called", [])
+        return [(s.name, p.name) for s in state.of_type(SPEECH) for p in state.of_type(PHONE)
+                if [s.name, p.name] not in done]
+
+    def apply(self, state, inputs, rng):
+        speech, phone = inputs
+        value = place_call(state.vars[speech].value, state.vars[phone].value)
+        _consume(state, inputs, self.name)
+        state.extra.setdefault("called", []).append([speech, phone])
+        out = _produce(state, "call", CALL, value, self.name)
+        code = f"{out} = make_outbound_call({speech}, to_number={phone})"
+        return Call(self.name, list(inputs), [out], code, {})
+
+
+class VoiceScenario(Scenario):
+    name = "voice"
+    apis = (SearchVoiceLibrary(), TextToSpeech(), SpeechToSpeech(), SpeechToText(), IsolateAudio(),
+            MakeOutboundCall())
+    world = "scenarios.voice.world:VoiceWorld"
+
+    def initial_state(self, rng):
+        state = State()
+        segments = user_conversation(rng)
+        asset = Asset(USER_SPEECH, "speech", {"segments": len(segments)}, json.dumps(segments).encode("utf-8"))
+        state.declare(Var(USER_SPEECH, SPEECH, recording(segments, USER_SPEECH)), asset)
+        state.declare(Var("message", TEXT, message_text(rng)))
+        state.declare(Var("category", CATEGORY, rng.choice(CATEGORIES)))
+        state.declare(Var("gender", GENDER, rng.choice(GENDERS)))
+        numbers = set()
+        for _ in range(rng.choice((1, 2))):
+            number = phone_number(rng)
+            if number not in numbers:
+                numbers.add(number)
+                state.declare(Var(state.fresh("phone"), PHONE, number))
+        return state
+
+    def condition(self, state, var, rng):
+        value = var.value
+        if var.type == SPEECH:
+            left, amount = f"{var.name}.duration", value.duration
+            said = (f"the duration of `{var.name}` (in seconds) is greater than COND",
+                    f"the duration of `{var.name}` (in seconds) is less than COND")
+        elif var.type == CALL:
+            left, amount = f"{var.name}.duration", value.duration
+            said = (f"the call `{var.name}` lasts more than COND seconds",
+                    f"the call `{var.name}` lasts less than COND seconds")
+        elif var.type == VOICES:
+            left, amount = f"len({var.name})", len(value)
+            said = (f"`{var.name}` holds more than COND voices", f"`{var.name}` holds fewer than COND voices")
+        elif var.type == TRANSCRIPT:
+            left, amount = f"len({var.name})", len(value)
+            said = (f"the transcript `{var.name}` is longer than COND characters",
+                    f"the transcript `{var.name}` is shorter than COND characters")
+        else:
+            return None
+        margin = rng.randint(0, 1)
+        if rng.random() < 0.5:  # amount > COND holds for the first value, not for the flipped one
+            return Condition(left, ">", math.ceil(amount) - 1 - margin, math.ceil(amount) + margin, said[0])
+        return Condition(left, "<", math.floor(amount) + 1 + margin, math.floor(amount) - margin, said[1])
+
+    def setup_code(self, state, constants):
+        lines = []
+        for name in state.inits:
+            var = state.vars[name]
+            if var.type == SPEECH:
+                speech = var.value
+                speakers = len({s for s, _ in speech.segments})
+                lines.append(f'{name} = load_speech("{name}")  # recorded speech: {len(speech.segments)} '
+                             f'segment(s), {speakers} speaker(s), {speech.duration} s')
+            else:
+                lines.append(f"{name} = {var.value!r}")
+        for k, v in constants.items():
+            lines.append(f"{k} = {v!r}")
+        return "\n".join(lines) + "\n"
+
+    def describe_init(self, state):
+        by_type = {t: [n for n in state.inits if state.vars[n].type == t]
+                   for t in (SPEECH, TEXT, CATEGORY, GENDER, PHONE)}
+        criteria = by_type[CATEGORY] + by_type[GENDER]
+        phones = by_type[PHONE]
+        parts = []
+        if by_type[TEXT]:
+            parts.append(f"the text {join_names(by_type[TEXT])}")
+        if criteria:
+            parts.append(f"the search criteria {join_names(criteria)}")
+        if phones:
+            parts.append(f"the phone number{'s' if len(phones) > 1 else ''} {join_names(phones)}")
+        text = f"The setup block loads the recorded speech {join_names(by_type[SPEECH])}"
+        if parts:
+            text += " and defines " + (parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1])
+        return text + "."
+
+    def api_doc(self):
+        return Path(__file__).with_name("api_doc.md").read_text()
+
+    def leaf_compare(self, expected, actual, path):
+        tag = _tag(expected)
+        if tag is None:
+            return NotImplemented
+        if _tag(actual) != tag:
+            got = TAGS.get(_tag(actual), "plain " + type(actual).__name__)
+            return f"{path}: expected a {TAGS[tag]}, got a {got}"
+        return compare_plain(expected[tag], actual[tag], self.leaf_compare, f"{path}.{TAGS[tag].split()[0]}")
+
+
+def _tag(d) -> str | None:
+    if isinstance(d, dict) and len(d) == 1:
+        (key,) = d
+        if key in TAGS:
+            return key
+    return None

@@ -1,0 +1,153 @@
+"""The voice lab over the Model Context Protocol: a real MCP server (official `mcp` SDK) around one `VoiceLab`.
+
+The tools are thin adapters: they take ids where the Python functions take records, call the lab's methods (the
+one implementation), and return the records as JSON objects. An error a tool documents (an unknown voice name,
+an empty text, a malformed number) reaches the client as a tool error with the documented message. Two
+resources expose the lab's state, so a client can watch what its calls changed.
+
+Imported only by `python -m scenarios.voice serve` and its tests; the builder and the sandbox never need `mcp`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import random
+import re
+from typing import Annotated, Any
+
+from pydantic import Field
+from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
+
+from scenarios.voice.tools import (
+    DEFAULT_SIMILARITY_BOOST,
+    DEFAULT_STABILITY,
+    DEFAULT_STYLE,
+    DEFAULT_VOICE,
+    VoiceLab,
+    user_conversation,
+)
+
+SERVER_NAME = "stateeval-voice"
+RECORDING_ID = "user_speech"  # the id the preloaded recording is served under
+
+INSTRUCTIONS = f"""\
+A speech lab with a fixed library of ten voices (one per category and gender). Speeches are records addressed by
+speech_id; a recorded user speech is preloaded as {RECORDING_ID!r}. text_to_speech, speech_to_speech and
+isolate_audio each produce a new speech; speech_to_text returns a transcript; make_outbound_call places a call
+that plays a speech. Read voice://speeches and voice://calls to see the lab's state."""
+
+
+class VoiceRecord(TypedDict):
+    voice_id: str
+    name: str
+    category: str
+    gender: str
+    accent: str
+    description: str
+
+
+class SpeechRecord(TypedDict):
+    speech_id: str
+    text: str
+    voice: str | None
+    stability: float | None
+    similarity_boost: float | None
+    style: float | None
+    duration: float
+    segments: list[list[str]]
+    operations: list[str]
+
+
+class CallRecord(TypedDict):
+    call_id: str
+    to_number: str
+    speech_id: str
+    speech: dict[str, Any]
+    duration: float
+    status: str
+
+
+SpeechId = Annotated[str, Field(description="speech_id of a speech this server knows (a tool's output, or "
+                                            f"the preloaded recording {RECORDING_ID!r})")]
+VoiceName = Annotated[str, Field(description="exact name of a library voice (see search_voice_library)")]
+Setting = Annotated[float, Field(ge=0, le=1)]
+
+
+def _description(method) -> str:
+    """The Python tool's docstring, with its `speech` argument spoken of as the `speech_id` it is over MCP."""
+    doc = inspect.getdoc(method) or ""
+    return re.sub(r"speech: the (.*?) \(or its speech_id\)\.", r"speech_id: the speech_id of the \1.", doc)
+
+
+def build_server(lab: VoiceLab | None = None, seed: int = 0):
+    """An MCPServer whose six tools act on `lab` (by default a lab preloaded with the seed's user speech)."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import ToolAnnotations
+
+    if lab is None:
+        lab = VoiceLab()
+        lab.add_recording(user_conversation(random.Random(seed)), RECORDING_ID)
+    server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+
+    def run(fn, *args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except (ValueError, TypeError) as exc:  # the documented errors: the client reads their message
+            raise ToolError(str(exc)) from exc
+
+    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                                open_world_hint=False)
+    creates = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                              open_world_hint=False)
+
+    @server.tool(description=_description(lab.search_voice_library), annotations=read_only)
+    def search_voice_library(search: str | None = None, category: str | None = None,
+                             gender: str | None = None) -> list[VoiceRecord]:
+        return [v.to_plain() for v in run(lab.search_voice_library, search, category, gender)]
+
+    @server.tool(description=_description(lab.text_to_speech), annotations=creates)
+    def text_to_speech(text: str, voice_name: str | None = None, stability: Setting = DEFAULT_STABILITY,
+                       similarity_boost: Setting = DEFAULT_SIMILARITY_BOOST,
+                       style: Setting = DEFAULT_STYLE) -> SpeechRecord:
+        return run(lab.text_to_speech, text, voice_name, stability, similarity_boost, style).to_dict()
+
+    @server.tool(description=_description(lab.speech_to_speech), annotations=creates)
+    def speech_to_speech(speech_id: SpeechId, voice_name: VoiceName = DEFAULT_VOICE) -> SpeechRecord:
+        return run(lab.speech_to_speech, speech_id, voice_name).to_dict()
+
+    @server.tool(description=_description(lab.speech_to_text), annotations=read_only)
+    def speech_to_text(speech_id: SpeechId, diarize: bool = False) -> str:
+        return run(lab.speech_to_text, speech_id, diarize)
+
+    @server.tool(description=_description(lab.isolate_audio), annotations=creates)
+    def isolate_audio(speech_id: SpeechId) -> SpeechRecord:
+        return run(lab.isolate_audio, speech_id).to_dict()
+
+    @server.tool(description=_description(lab.make_outbound_call),
+                 annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
+                                             open_world_hint=False))
+    def make_outbound_call(speech_id: SpeechId, to_number: str) -> CallRecord:
+        return run(lab.make_outbound_call, speech_id, to_number).to_dict()
+
+    @server.resource("voice://speeches", name="speeches", mime_type="application/json",
+                     description="Every speech the lab knows (the recording and each tool's output), by speech_id.")
+    def speeches() -> str:
+        return json.dumps([s.to_dict() for s in lab.speeches.values()])
+
+    @server.resource("voice://calls", name="calls", mime_type="application/json",
+                     description="The outbound calls placed so far, in the order they were placed.")
+    def calls() -> str:
+        return json.dumps([c.to_dict() for c in lab.calls])
+
+    return server
+
+
+def serve(port: int | None = None, host: str = "127.0.0.1", seed: int = 0) -> None:
+    """Serve over stdio, or over streamable HTTP at http://HOST:PORT/mcp when a port is given."""
+    server = build_server(seed=seed)
+    if port is None:
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host=host, port=port)

@@ -1,0 +1,237 @@
+"""The voice scenario end to end: the state machine agrees with the world, tasks build, references score 100%,
+and the oracle catches text_to_speech used where speech_to_speech was asked.
+
+Fuzzed reference programs are trusted code, so the agreement checks run them here, in the namespace the sandbox
+worker builds (`VoiceWorld.namespace`); the build and the scoring go through the real pipeline and sandbox.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from builder.config import BuildConfig
+from builder.fuzz import CoverageRecorder
+from builder.pipeline import build, make_cases
+from builder.program import COND, generate_program
+from builder.translate import TemplateTranslator, mentions
+from evaluate.sandbox import Sandbox
+from evaluate.scoring import score
+from scenarios import get_scenario, scenario_names
+from scenarios.base import INIT, canonical_json
+from scenarios.voice import CALL, PHONE, SPEECH, TEXT, VOICES
+from scenarios.voice.world import VoiceWorld
+
+SEEDS = range(120)
+SMALL = dict(scenarios=["voice"], n=12, seed=0, created_at="2026-01-01", workers=2)
+
+
+@pytest.fixture(scope="module")
+def scenario():
+    return get_scenario("voice")
+
+
+@pytest.fixture(scope="module")
+def programs(scenario):
+    recorder = CoverageRecorder()
+    return [generate_program(scenario, random.Random(f"voice-test/{s}"), recorder) for s in SEEDS]
+
+
+def _plain(value):
+    """What the builder predicted, in the world's canonical form (records compared without their ids)."""
+    world = VoiceWorld()
+    return world.canonical(list(value) if isinstance(value, tuple) else value)
+
+
+def _run(case: dict, code: str) -> tuple[VoiceWorld, dict]:
+    world = VoiceWorld()
+    ns = world.namespace(case)
+    exec(case["setup_code"], ns)
+    exec(code, ns)
+    return world, ns
+
+
+def test_registry_knows_voice(scenario):
+    assert "voice" in scenario_names() and scenario.name == "voice"
+    assert [a.name for a in scenario.apis] == ["search_voice_library", "text_to_speech", "speech_to_speech",
+                                              "speech_to_text", "isolate_audio", "make_outbound_call"]
+
+
+def test_every_path_has_five_calls_and_every_api_is_used(programs):
+    assert all(len(path) == 5 for p in programs for path in p.paths())
+    used = {c.api for p in programs for c in p.all_calls}
+    assert used == {"search_voice_library", "text_to_speech", "speech_to_speech", "speech_to_text",
+                    "isolate_audio", "make_outbound_call"}
+    assert sum(p.has_branch for p in programs) > len(programs) // 4
+
+
+def test_the_world_computes_what_the_state_machine_predicted(programs):
+    """Every variable a reference makes holds, at run time, the value the fuzzer solved for it."""
+    for p in programs:
+        cases = make_cases(p)
+        for case, path in zip(cases, [p.then, p.orelse] if p.has_branch else [p.then]):
+            _, ns = _run(case, p.reference_code())
+            for name, var in path.state.vars.items():
+                if var.producer != INIT:
+                    assert canonical_json(_plain(ns[name])) == canonical_json(_plain(var.value)), (name, p)
+
+
+def test_each_test_case_takes_its_own_branch(programs):
+    branching = [p for p in programs if p.has_branch]
+    assert branching
+    for p in branching:
+        assert p.condition.flipped is not None
+        original, flipped = make_cases(p)
+        for case, expected in ((original, True), (flipped, False)):
+            _, ns = _run(case, "\n".join(c.code for c in p.prefix))
+            holds = eval(f"{p.condition.left} {p.condition.op} {COND}", ns)  # noqa: S307 - trusted reference
+            assert holds is expected
+
+
+def test_producers_feed_consumers(programs):
+    """The data flow the issue names: search results feed speech tools, speeches reach outbound calls."""
+    pairs = set()
+    for p in programs:
+        produced_by = {}
+        for c in p.all_calls:
+            for v in c.inputs:
+                pairs.add((produced_by.get(v, "init"), c.api))
+            for out in c.outputs:
+                produced_by[out] = c.api
+    for pair in [("search_voice_library", "text_to_speech"), ("search_voice_library", "speech_to_speech"),
+                 ("isolate_audio", "speech_to_speech"), ("speech_to_speech", "make_outbound_call"),
+                 ("isolate_audio", "make_outbound_call"), ("speech_to_text", "text_to_speech")]:
+        assert pair in pairs
+
+
+def test_speech_to_speech_always_changes_the_voice(programs):
+    """Converting a speech into the voice it already has would be a wasted call; the fuzzer never emits one."""
+    for p in programs:
+        for path in filter(None, (p.then, p.orelse)):
+            values = path.state.vars  # a branch's state holds the prefix's variables too
+            for c in p.prefix + path.calls:
+                if c.api == "speech_to_speech":
+                    assert values[c.inputs[0]].value.voice != values[c.outputs[0]].value.voice
+
+
+def test_instructions_name_every_variable_and_quote_no_stored_value(scenario, programs):
+    translator = TemplateTranslator()
+    for i, p in enumerate(programs):
+        text = translator.translate(p, random.Random(i))
+        decl = p.declarations()
+        names = list(decl.inits) + [o for c in p.all_calls for o in c.outputs]
+        assert mentions(text, names) == [], text
+        for name in decl.inits:
+            var = decl.vars[name]
+            if var.type == SPEECH:
+                assert all(words not in text for _, words in var.value.segments)
+            elif var.type in (TEXT, PHONE):
+                assert var.value not in text
+            else:  # search criteria: never quoted as a literal
+                assert repr(var.value) not in text and f'"{var.value}"' not in text
+        setup = make_cases(p)[0]["setup_code"]
+        assert 'load_speech("user_speech")' in setup
+        assert not re.search(r"\b(search_voice_library|text_to_speech|speech_to_speech)\(", setup)
+
+
+def test_conditions_compare_a_runtime_value_with_cond(scenario, programs):
+    lefts = {p.condition.left.split("(")[0].split(".")[-1] for p in programs if p.has_branch}
+    assert lefts <= {"duration", "len"} and lefts
+    rng = random.Random(0)
+    state = scenario.initial_state(rng)
+    for var in state.vars.values():  # inputs from the setup block are never branched on
+        if var.type not in (SPEECH, VOICES, CALL):
+            assert scenario.condition(state, var, rng) is None
+
+
+# ----------------------------------------------------------------------------- build, score, mutate
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("voice") / "stateeval"
+    report = build(BuildConfig(out=str(out), **SMALL))
+    # The shards are read directly (checked against the manifest first) rather than through `load_tasks`:
+    # `datasets` caches a local folder by its name and split layout, so another voice build in a folder of the
+    # same name could be served in place of this one.
+    import pyarrow.parquet as pq
+    from evaluate.data import verify_folder
+
+    manifest = verify_folder(out)
+    tasks = [row for rel in sorted(manifest["files"]) for row in pq.read_table(out / rel).to_pylist()]
+    return report, tasks
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with Sandbox(workers=2) as box:
+        yield box
+
+
+def test_small_build_keeps_at_least_95_percent(built):
+    report, tasks = built
+    assert report["kept"]["voice"] / report["attempts"]["voice"] >= 0.95, report["rejections"]
+    assert len(tasks) == report["kept"]["voice"]
+    for t in tasks:
+        for case in t["test_cases"]:
+            assert case["expected_state"] is not None
+    assert any(t["has_branch"] and len(t["test_cases"]) == 2 for t in tasks)
+
+
+def test_reference_scores_100_percent(built, sandbox):
+    _, tasks = built
+    results = score(tasks, {t["task_id"]: [t["reference_program"]] for t in tasks}, sandbox)
+    assert [r.status for r in results] == ["pass"] * len(tasks), [r.error for r in results if r.status != "pass"]
+
+
+STS = re.compile(r"speech_to_speech\((\w+), voice_name=([\w\[\].]+)\)")
+
+
+def test_text_to_speech_instead_of_speech_to_speech_fails_the_oracle(built, sandbox):
+    """GPT-4.1-nano's mistake in the paper: re-synthesizing the words instead of converting the speech."""
+    _, tasks = built
+    mutants = {}
+    for t in tasks:
+        code, n = STS.subn(r"text_to_speech(speech_to_text(\1), voice_name=\2)", t["reference_program"])
+        if n:
+            mutants[t["task_id"]] = [code]
+    assert mutants, "the small build should contain speech_to_speech calls"
+    results = score([t for t in tasks if t["task_id"] in mutants], mutants, sandbox)
+    assert results and all(r.status == "result_error" for r in results), [(r.task_id, r.status) for r in results]
+
+
+def test_reordering_calls_to_different_numbers_still_passes(sandbox, scenario):
+    """Order is ignored only where the API is order-free: calls to two numbers, not calls to one."""
+    setup = ('user_speech = load_speech("user_speech")\n'
+             'phone1 = "+15550000001"\nphone2 = "+15550000002"\n')
+    case = {"name": "original", "setup_code": setup, "assets": [{
+        "name": "user_speech", "kind": "speech", "meta": "{}",
+        "data": b'[["caller", "Hi, it is Tom."], ["agent", "Hello Tom."]]'}]}
+    reference = ("s1 = isolate_audio(user_speech)\n"
+                 "c1 = make_outbound_call(user_speech, to_number=phone1)\n"
+                 "c2 = make_outbound_call(s1, to_number=phone2)\n"
+                 "c3 = make_outbound_call(s1, to_number=phone1)\n"
+                 "RESULT = [c1, c2, c3]\n")
+    swapped_numbers = ("s1 = isolate_audio(user_speech)\n"
+                       "c2 = make_outbound_call(s1, to_number=phone2)\n"
+                       "c1 = make_outbound_call(user_speech, to_number=phone1)\n"
+                       "c3 = make_outbound_call(s1, to_number=phone1)\n"
+                       "RESULT = [c1, c2, c3]\n")
+    swapped_one_number = ("s1 = isolate_audio(user_speech)\n"
+                          "c3 = make_outbound_call(s1, to_number=phone1)\n"
+                          "c2 = make_outbound_call(s1, to_number=phone2)\n"
+                          "c1 = make_outbound_call(user_speech, to_number=phone1)\n"
+                          "RESULT = [c1, c2, c3]\n")
+    from evaluate.sandbox import Job
+    from evaluate.scoring import judge_case
+
+    outcomes = sandbox.run_untrusted([Job(i, "voice", code, case)
+                                      for i, code in enumerate((reference, swapped_numbers, swapped_one_number))])
+    assert all(o.status == "ok" for o in outcomes), [o.error for o in outcomes]
+    case["expected_result"] = canonical_json(outcomes[0].result)
+    case["expected_state"] = canonical_json(outcomes[0].state)
+    assert judge_case(scenario, case, outcomes[1]) == ("pass", "")
+    status, reason = judge_case(scenario, case, outcomes[2])
+    assert status == "result_error" and "outbound_calls" in reason
