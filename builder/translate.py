@@ -51,6 +51,8 @@ class TemplateTranslator:
 
         def result(path: Path) -> str:
             names = path.result_vars(scenario)
+            if not names:
+                return "set `RESULT` to an empty list (`RESULT = []`)"
             listed = "[" + ", ".join(f"`{n}`" for n in names) + "]"
             return rng.choice(RESULT_PHRASES).format(names=listed, bare=", ".join(names))
 

@@ -13,6 +13,7 @@ from scenarios.base import API, INIT, Asset, Call, Condition, Scenario, State, V
 # name -> "module:Class". A new scenario is one line here plus its own sub-package.
 REGISTRY: dict[str, str] = {
     "tensor": "scenarios.tensor:TensorScenario",
+    "session": "scenarios.session:SessionScenario",
     "voice": "scenarios.voice:VoiceScenario",
 }
 

@@ -1,0 +1,503 @@
+"""The `session` scenario: programs that call a real session service (cBioPortal's, as in the EvoMaster
+benchmark) over HTTP with `requests`, and edit session data locally between calls.
+
+The builder side below is light (no FastAPI, no server): it simulates the service's store in `State.extra` to
+solve every call's parameters, so that updates and deletes hit live sessions, adds of identical data return the
+stored id, and queries are chosen to match. The simulation uses the service's own filter code
+(`scenarios.session.filters`) and checksum rule (`scenarios.session.store.canonical`), so the two cannot drift
+apart. The sandbox side is `scenarios.session.world.SessionWorld`.
+
+Variables: `src*` (a source, declared in the setup block), `data*` (session data: declared, taken from a listed
+session, or a local edit), `email*` (declared, or a listed session's owner), `sessions*`/`found*` (lists from
+list and query calls), `id*` (ids from adds or taken from a list), `status*` (HTTP status of an update or
+delete; kept out of RESULT, so that only the stored state can tell whether an update or delete was skipped).
+An update or delete names its session by an id variable or by a position in a listed or queried result.
+Instructions name variables, session types, field paths and list positions, never a stored value.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from pathlib import Path
+
+from scenarios.base import (
+    API, INIT, Asset, Call, Condition, Scenario, State, Var, canonical_json, iter_unique, join_names,
+)
+from scenarios.session import words
+from scenarios.session.filters import compile_filter
+from scenarios.session.store import canonical
+
+SOURCE, DATA, EMAIL, SESSIONS, SID, STATUS = "source", "data", "email", "sessions", "sid", "status"
+PEOPLE_PER_TASK = 5
+SESSIONS_PER_COLLECTION = (2, 3)
+ASSET = "sessions"  # the stored initial sessions; `SessionWorld.reset` loads them into the service
+URL = 'f"{BASE_URL}/api/sessions/{%s}/%s'  # % (source variable, type): the code prefix of every call
+
+
+# ------------------------------------------------------------------------------------ simulated service
+
+
+def _records(state: State) -> list[dict]:
+    """Live sessions in creation order: {"key", "id" (pre-loaded only), "source", "type", "data"}."""
+    return state.extra["store"]
+
+
+def _record(state: State, key: str) -> dict | None:
+    return next((r for r in _records(state) if r["key"] == key), None)
+
+
+def _collection(state: State, source: str, type_: str) -> list[dict]:
+    return [r for r in _records(state) if r["source"] == source and r["type"] == type_]
+
+
+def _same_data(a: dict, b: dict) -> bool:
+    return canonical(a) == canonical(b)
+
+
+def _duplicate(state: State, source: str, type_: str, data: dict, besides: str | None = None) -> dict | None:
+    return next((r for r in _collection(state, source, type_)
+                 if r["key"] != besides and _same_data(r["data"], data)), None)
+
+
+def _types_in(state: State, source: str) -> list[str]:
+    return iter_unique(r["type"] for r in _records(state) if r["source"] == source)
+
+
+def _source_var(state: State, source: str) -> str:
+    return next(v.name for v in state.of_type(SOURCE) if v.value == source)
+
+
+def _matches(record: dict, field: str, value: str) -> bool:
+    doc = {"_id": record.get("id"), "id": record.get("id"), "source": record["source"], "type": record["type"],
+           "data": record["data"]}
+    return compile_filter({field: value})(doc)
+
+
+def _listing(source: str, type_: str, records: list[dict]) -> dict:
+    """The value of a `sessions` variable: what a list or query answered, as of that call."""
+    return {"source": source, "type": type_,
+            "items": [{"key": r["key"], "data": copy.deepcopy(r["data"])} for r in records]}
+
+
+POSITIONS = {0: "first", 1: "second", -1: "last"}
+
+
+def _positions(n: int) -> list[int]:
+    return [i for i in POSITIONS if (i < n if i >= 0 else n >= 2)]
+
+
+def _targets(state: State, var: Var) -> list[tuple[dict, int | None]]:
+    """Live sessions a `sid` or `sessions` variable can name: (record, list position or None for an id)."""
+    if var.type == SID:
+        rec = _record(state, var.value)
+        return [(rec, None)] if rec else []
+    items = var.value["items"]
+    out = []
+    for i in _positions(len(items)):
+        rec = _record(state, items[i]["key"])
+        if rec:
+            out.append((rec, i))
+    return out
+
+
+def _target_code(var: str, index: int | None) -> str:
+    return f"{{{var}}}" if index is None else f"{{{var}[{index}]['id']}}"
+
+
+def _target_text(d: dict, index: int | None) -> str:
+    return d["in1_"] if index is None else f"the {POSITIONS[index]} session in {d['in1_']}"
+
+
+def _consume(state: State, names, api: str) -> None:
+    for n in names:
+        state.vars[n].consumers.append(api)
+
+
+def _new(state: State, prefix: str, type_: str, value, api: str) -> str:
+    name = state.fresh(prefix)
+    state.add(Var(name, type_, value, producer=api))
+    return name
+
+
+def _type_for(state: State, source: str, rng: random.Random, existing: float) -> str:
+    """A session type: one the source already has (with probability `existing`), else any content type."""
+    have = _types_in(state, source)
+    if have and rng.random() < existing:
+        return rng.choice(have)
+    return rng.choice(words.CONTENT_TYPES)
+
+
+# ------------------------------------------------------------------------------------------- the APIs
+
+
+class ListSessions(API):
+    name = "list_sessions"
+    phrases = (
+        "list all `{type}` sessions of source {in0_} and call the list {out0_}",
+        "fetch every `{type}` session stored under {in0_}; name the resulting list {out0_}",
+        "get the list of {in0_}'s `{type}` sessions as {out0_}",
+    )
+
+    def bindings(self, state):
+        return [(v.name,) for v in state.of_type(SOURCE)]
+
+    def apply(self, state, inputs, rng):
+        (src,) = inputs
+        source = state.vars[src].value
+        type_ = _type_for(state, source, rng, existing=0.85)
+        out = _new(state, "sessions", SESSIONS, _listing(source, type_, _collection(state, source, type_)), self.name)
+        _consume(state, inputs, self.name)
+        code = f"{out} = requests.get({URL % (src, type_)}\").json()"
+        return Call(self.name, [src], [out], code, {"type": type_})
+
+
+class AddSession(API):
+    name = "add_session"
+    phrases = (
+        "add {in1_} as a new `{type}` session under source {in0_} and keep the returned id as {out0_}",
+        "save the data {in1_} to the service as a `{type}` session of {in0_}; store its id in {out0_}",
+        "create a `{type}` session for source {in0_} with the data {in1_}, naming its id {out0_}",
+    )
+
+    def bindings(self, state):
+        return [(s.name, d.name) for s in state.of_type(SOURCE) for d in state.of_type(DATA)]
+
+    def apply(self, state, inputs, rng):
+        src, data = inputs
+        source, value = state.vars[src].value, state.vars[data].value
+        type_ = _type_for(state, source, rng, existing=0.6)
+        same = _duplicate(state, source, type_, value)
+        if same is None:  # identical data under the same source and type returns the stored session's id
+            state.extra["next"] += 1
+            same = {"key": f"r{state.extra['next']}", "id": None, "source": source, "type": type_,
+                    "data": copy.deepcopy(value)}
+            _records(state).append(same)
+        out = _new(state, "id", SID, same["key"], self.name)
+        _consume(state, inputs, self.name)
+        code = f"{out} = requests.post({URL % (src, type_)}\", json={data}).json()[\"id\"]"
+        return Call(self.name, [src, data], [out], code, {"type": type_})
+
+
+class QuerySessions(API):
+    name = "query_sessions"
+    phrases = (
+        "query the `{type}` sessions of {in0_} {criterion} and call the result {out0_}",
+        "find the `{type}` sessions under source {in0_} {criterion}; name the list {out0_}",
+        "get {in0_}'s `{type}` sessions {criterion} with a query, storing the list as {out0_}",
+    )
+    CRITERIA = {
+        (EMAIL, "data.owner"): ("{key}", "whose owner (`data.owner`) is {in1_}"),
+        (EMAIL, "data.members"): ("{key}", "whose members (`data.members`) include {in1_}"),
+        (DATA, "data.title"): ('{key}["title"]', "whose title (`data.title`) is the title of {in1_}"),
+        (DATA, "data.owner"): ('{key}["owner"]', "whose owner (`data.owner`) is the owner of {in1_}"),
+    }
+
+    def bindings(self, state):
+        keys = [v for v in state.of_type(EMAIL, DATA)
+                if v.type == EMAIL or any(isinstance(v.value.get(f), str) for f in ("title", "owner"))]
+        return [(s.name, k.name) for s in state.of_type(SOURCE) for k in keys]
+
+    def apply(self, state, inputs, rng):
+        src, key = inputs
+        source, var = state.vars[src].value, state.vars[key]
+        options = []
+        for (kind, field), (expr, _) in self.CRITERIA.items():
+            if kind != var.type:
+                continue
+            value = var.value if kind == EMAIL else var.value.get(field.split(".")[1])
+            if not isinstance(value, str):
+                continue
+            for type_ in words.CONTENT_TYPES:
+                hits = [r for r in _collection(state, source, type_) if _matches(r, field, value)]
+                options.append((field, value, type_, hits))
+        matching = [o for o in options if o[3]]
+        field, value, type_, hits = rng.choice(matching if matching and rng.random() < 0.8 else options)
+        out = _new(state, "found", SESSIONS, _listing(source, type_, hits), self.name)
+        _consume(state, inputs, self.name)
+        expr = self.CRITERIA[(var.type, field)][0].format(key=key)
+        params = f'params={{"field": "{field}", "value": {expr}}}'
+        code = f"{out} = requests.get({URL % (src, type_)}/query\", {params}).json()"
+        return Call(self.name, [src, key], [out], code, {"type": type_, "field": field, "key_type": var.type})
+
+    def describe(self, call):
+        d = super().describe(call)
+        d["criterion"] = self.CRITERIA[(call.args["key_type"], call.args["field"])][1].format(**d)
+        return d
+
+
+class UpdateSession(API):
+    """Replace a session's data; the session is an id variable or a position in a listed/queried result."""
+
+    name = "update_session"
+    phrases = (
+        "replace the data of {target} (a `{type}` session of {in0_}) by {in2_}, keeping the HTTP status code as "
+        "{out0_}",
+        "update {target} (a `{type}` session of {in0_}) so that its data becomes {in2_}; save the status code in "
+        "{out0_}",
+        "overwrite the stored data of {target}, a `{type}` session of {in0_}, with {in2_} and call the response "
+        "status {out0_}",
+    )
+
+    @staticmethod
+    def _fits(state: State, rec: dict, data: dict) -> bool:
+        # A real change (so skipping it shows in the stored state) that duplicates no other session.
+        return not _same_data(data, rec["data"]) and not _duplicate(
+            state, rec["source"], rec["type"], data, besides=rec["key"])
+
+    def bindings(self, state):
+        out = []
+        for ref in state.of_type(SID, SESSIONS):
+            targets = _targets(state, ref)
+            for d in state.of_type(DATA):
+                sources = iter_unique(rec["source"] for rec, _ in targets if self._fits(state, rec, d.value))
+                out += [(_source_var(state, source), ref.name, d.name) for source in sources]
+        return out
+
+    def apply(self, state, inputs, rng):
+        src, ref, data = inputs
+        value = state.vars[data].value
+        rec, index = rng.choice([(r, i) for r, i in _targets(state, state.vars[ref]) if self._fits(state, r, value)])
+        rec["data"] = copy.deepcopy(value)
+        out = _new(state, "status", STATUS, 200, self.name)
+        _consume(state, inputs, self.name)
+        code = f"{out} = requests.put({URL % (src, rec['type'])}/{_target_code(ref, index)}\", json={data}).status_code"
+        return Call(self.name, [src, ref, data], [out], code, {"type": rec["type"], "index": index})
+
+    def describe(self, call):
+        d = super().describe(call)
+        d["target"] = _target_text(d, call.args["index"])
+        return d
+
+
+class DeleteSession(API):
+    name = "delete_session"
+    phrases = (
+        "delete {target} (a `{type}` session of {in0_}) and keep the status code as {out0_}",
+        "remove {target}, a `{type}` session of {in0_}, from the service; store the HTTP status in {out0_}",
+        "ask the service to delete {target} ({in0_}'s `{type}` session), naming the status code {out0_}",
+    )
+
+    def bindings(self, state):
+        out = []
+        for ref in state.of_type(SID, SESSIONS):
+            for source in iter_unique(rec["source"] for rec, _ in _targets(state, ref)):
+                out.append((_source_var(state, source), ref.name))
+        return out
+
+    def apply(self, state, inputs, rng):
+        src, ref = inputs
+        rec, index = rng.choice(_targets(state, state.vars[ref]))
+        _records(state).remove(rec)
+        out = _new(state, "status", STATUS, 200, self.name)
+        _consume(state, inputs, self.name)
+        code = f"{out} = requests.delete({URL % (src, rec['type'])}/{_target_code(ref, index)}\").status_code"
+        return Call(self.name, [src, ref], [out], code, {"type": rec["type"], "index": index})
+
+    def describe(self, call):
+        d = super().describe(call)
+        d["target"] = _target_text(d, call.args["index"])
+        return d
+
+
+class TakeFromList(API):
+    """Local: pick one session of a listed or queried result and keep its id, its data or its owner."""
+
+    name = "take"
+    phrases = (
+        "take {what} of the {pos} session in {in0_} as {out0_}",
+        "from {in0_}, pick the {pos} session and keep {what} as {out0_}",
+        "let {out0_} be {what} of the {pos} entry of {in0_}",
+    )
+    WHAT = {"id": "the id", "data": "the data", "owner": "the owner's e-mail address (`data.owner`)"}
+
+    def bindings(self, state):
+        return [(v.name,) for v in state.of_type(SESSIONS) if v.value["items"]]
+
+    def apply(self, state, inputs, rng):
+        (lst,) = inputs
+        items = state.vars[lst].value["items"]
+        index = rng.choice(_positions(len(items)))
+        item = items[index]
+        choices = ["id", "data"] + (["owner"] if isinstance(item["data"].get("owner"), str) else [])
+        what = rng.choices(choices, weights=[0.45, 0.35, 0.2][: len(choices)])[0]
+        if what == "id":
+            out = _new(state, "id", SID, item["key"], self.name)
+            code = f'{out} = {lst}[{index}]["id"]'
+        elif what == "data":
+            out = _new(state, "data", DATA, copy.deepcopy(item["data"]), self.name)
+            code = f'{out} = {lst}[{index}]["data"]'
+        else:
+            out = _new(state, "email", EMAIL, item["data"]["owner"], self.name)
+            code = f'{out} = {lst}[{index}]["data"]["owner"]'
+        _consume(state, inputs, self.name)
+        return Call(self.name, [lst], [out], code, {"index": index, "what": what})
+
+    def describe(self, call):
+        d = super().describe(call)
+        d["pos"] = POSITIONS[call.args["index"]]
+        d["what"] = self.WHAT[call.args["what"]]
+        return d
+
+
+class EditData(API):
+    """Local: a copy of session data with one change (title suffix, a member added or removed, a new owner)."""
+
+    name = "edit_data"
+    phrases = (
+        "make {out0_}, a copy of {in0_} {change} (do not modify {in0_} itself)",
+        "create new data {out0_} from {in0_} {change}, leaving {in0_} as it is",
+        "copy {in0_} into a new dict {out0_} {change}",
+    )
+
+    @staticmethod
+    def _kinds(data: dict, email: str | None) -> list[str]:
+        members = data.get("members")
+        if email is None:
+            return ["retitle"] * isinstance(data.get("title"), str) + ["add_new"] * isinstance(members, list)
+        kinds = []
+        if isinstance(members, list):
+            kinds.append("remove" if email in members else "add")
+        if data.get("owner") != email:
+            kinds.append("owner")
+        return kinds
+
+    def bindings(self, state):
+        out = []
+        for d in state.of_type(DATA):
+            if self._kinds(d.value, None):
+                out.append((d.name,))
+            out += [(d.name, e.name) for e in state.of_type(EMAIL) if self._kinds(d.value, e.value)]
+        return out
+
+    def apply(self, state, inputs, rng):
+        data = inputs[0]
+        value = copy.deepcopy(state.vars[data].value)
+        used = list(inputs)
+        email = inputs[1] if len(inputs) > 1 else None
+        kind = rng.choice(self._kinds(value, state.vars[email].value if email else None))
+        args: dict = {"kind": kind}
+        if kind == "retitle":
+            suffix = rng.choice(words.TITLE_SUFFIXES)
+            value["title"] += suffix
+            expr = f'{{**{data}, "title": {data}["title"] + {suffix!r}}}'
+            args["suffix"] = suffix
+        elif kind == "owner":
+            value["owner"] = state.vars[email].value
+            expr = f'{{**{data}, "owner": {email}}}'
+        elif kind == "remove":
+            value["members"] = [m for m in value["members"] if m != state.vars[email].value]
+            expr = f'{{**{data}, "members": [m for m in {data}["members"] if m != {email}]}}'
+        else:
+            if kind == "add_new":  # a colleague new to this task, declared in the setup block
+                email = state.fresh("email")
+                address = words.person(rng, state.extra["emails"])
+                state.declare(Var(email, EMAIL, address))
+                used.append(email)
+                kind = args["kind"] = "add"
+            value["members"] = value["members"] + [state.vars[email].value]
+            expr = f'{{**{data}, "members": {data}["members"] + [{email}]}}'
+        out = _new(state, "data", DATA, value, self.name)
+        _consume(state, used, self.name)
+        return Call(self.name, used, [out], f"{out} = {expr}", args)
+
+    def describe(self, call):
+        d = super().describe(call)
+        kind = call.args["kind"]
+        if kind == "retitle":
+            d["change"] = f"with the text {call.args['suffix']!r} appended to its title"
+        elif kind == "owner":
+            d["change"] = f"with its owner (`owner`) set to {d['in1_']}"
+        elif kind == "remove":
+            d["change"] = f"with {d['in1_']} removed from its members (`members`)"
+        else:
+            d["change"] = f"with {d['in1_']} added at the end of its members (`members`)"
+        return d
+
+
+# ------------------------------------------------------------------------------------------- scenario
+
+
+class SessionScenario(Scenario):
+    name = "session"
+    apis = (ListSessions(), AddSession(), QuerySessions(), UpdateSession(), DeleteSession(), TakeFromList(),
+            EditData())
+    world = "scenarios.session.world:SessionWorld"
+
+    def initial_state(self, rng):
+        state = State()
+        emails: set[str] = set()
+        titles: set[str] = set()
+        people = [words.person(rng, emails) for _ in range(PEOPLE_PER_TASK)]
+        sources = rng.sample(words.SOURCES, 1 if rng.random() < 0.6 else 2)
+        records = []
+        for source in sources:
+            for type_ in rng.sample(words.CONTENT_TYPES, 2 if rng.random() < 0.7 else 1):
+                for _ in range(rng.randint(*SESSIONS_PER_COLLECTION)):
+                    records.append({"source": source, "type": type_,
+                                    "data": words.session_data(rng, people, titles)})
+        rng.shuffle(records)  # created over time, collections interleaved
+        for i, r in enumerate(records, 1):
+            r["key"] = f"r{i}"
+            r["id"] = f"{rng.getrandbits(96):024x}"  # ObjectId-like, as the original would have made
+        state.extra = {"store": records, "next": len(records), "emails": emails}
+
+        for source in sources:
+            state.declare(Var(state.fresh("src"), SOURCE, source))
+        state.declare(Var(state.fresh("data"), DATA, words.session_data(rng, people, titles)))
+        known = [e for e in people if any(e in r["data"]["members"] or e == r["data"]["owner"] for r in records)]
+        state.declare(Var(state.fresh("email"), EMAIL, rng.choice(known or people)))
+
+        stored = [{"id": r["id"], "source": r["source"], "type": r["type"], "data": r["data"]} for r in records]
+        state.assets[ASSET] = Asset(ASSET, ASSET, {"count": len(stored)}, canonical_json(stored).encode())
+        return state
+
+    def condition(self, state, var, rng):
+        v, n = var.name, None
+        if var.type == SESSIONS:
+            n, left, what = len(var.value["items"]), f"len({v})", f"`{v}` holds"
+            unit = "sessions"
+        elif var.type == DATA and isinstance(var.value.get("members"), list):
+            n, left, what = len(var.value["members"]), f'len({v}["members"])', f"`{v}` has"
+            unit = "members"
+        if n is not None:
+            if rng.random() < 0.5 or n == 0:
+                return Condition(left, "==", n, n + 1, f"{what} exactly COND {unit}")
+            return Condition(left, ">", n - 1, n, f"{what} more than COND {unit}")
+        if var.type == EMAIL:
+            domain = var.value.split("@")[1]
+            other = rng.choice([d for d in words.DOMAINS if d != domain])
+            return Condition(f'{v}.split("@")[1]', "==", domain, other,
+                             f"the domain of `{v}` (the part after '@') is COND")
+        if var.type == STATUS:
+            return Condition(v, "==", 200, 404, f"the status code `{v}` is COND")
+        return None  # an id: its value is made by the service, so no constant can be stated for it
+
+    def is_result(self, var):
+        return var.producer != INIT and var.type != STATUS
+
+    def setup_code(self, state, constants):
+        lines = ["import requests", "", "BASE_URL = service_url()  # the session service for this test case"]
+        for name in state.inits:
+            lines.append(f"{name} = {state.vars[name].value!r}")
+        for k, v in constants.items():
+            lines.append(f"{k} = {v!r}")
+        return "\n".join(lines) + "\n"
+
+    def describe_init(self, state):
+        groups = [
+            ("the source", "the sources", SOURCE),
+            ("the session data", "the session data", DATA),
+            ("the e-mail address", "the e-mail addresses", EMAIL),
+        ]
+        parts = []
+        for one, many, type_ in groups:
+            names = [n for n in state.inits if state.vars[n].type == type_]
+            if names:
+                parts.append(f"{one if len(names) == 1 else many} {join_names(names)}")
+        text = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+        return ("The setup block sets `BASE_URL` to the address of the session service, which already holds "
+                f"some sessions, and defines {text}.")
+
+    def api_doc(self):
+        return Path(__file__).with_name("api_doc.md").read_text()

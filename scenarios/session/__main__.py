@@ -1,0 +1,65 @@
+"""python -m scenarios.session: run the session service on its own, or regenerate its API documentation.
+
+Examples:
+  python -m scenarios.session serve --port 18080
+  curl -X POST localhost:18080/api/sessions/msk_portal/main_session -H 'Content-Type: application/json' \\
+       -d '{"title": "my main portal session", "description": "this is an example"}'
+  curl localhost:18080/api/sessions/msk_portal/main_session
+  python -m scenarios.session api-doc --write      # rewrite scenarios/session/api_doc.md from the OpenAPI
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m scenarios.session",
+        description="The session service of the StateEval `session` scenario: cBioPortal's session service "
+                    "(REST API over JSON sessions, as in the EvoMaster benchmark) on SQLite.",
+        epilog=__doc__.split("\n", 2)[2],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("serve", help="run the service in the foreground (Ctrl-C stops it)",
+                       description="Run the session service. The OpenAPI document is at /openapi.json, the "
+                                   "version at /info, the sessions under /api/sessions/{source}/{type}.")
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    s.add_argument("--port", type=int, default=18080, help="port to listen on (default 18080)")
+    s.add_argument("--db", default="session_service.sqlite3",
+                   help="SQLite database file, created when missing (default ./session_service.sqlite3)")
+    s.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"],
+                   help="uvicorn's log level (default info; debug also logs every request)")
+    s.add_argument("--fd", type=int, default=None,
+                   help="serve on this already listening socket instead of --host/--port (used by sandbox workers)")
+    s.add_argument("--exit-with-parent", action="store_true",
+                   help="exit when the process that started this one exits (used by sandbox workers)")
+
+    d = sub.add_parser("api-doc", help="print the model-facing API documentation generated from the OpenAPI",
+                       description="Render scenarios/session/api_doc.md from the app's OpenAPI document.")
+    d.add_argument("--write", action="store_true", help="write the file instead of printing it")
+
+    args = p.parse_args(argv)
+    if args.command == "serve":
+        from scenarios.session.server import serve
+
+        if args.fd is None:
+            print(f"session service on http://{args.host}:{args.port} (database {args.db})", file=sys.stderr)
+        serve(args.host, args.port, args.db, args.fd, args.exit_with_parent, args.log_level)
+        return 0
+    from scenarios.session.doc import DOC_PATH, render_api_doc
+
+    text = render_api_doc()
+    if args.write:
+        DOC_PATH.write_text(text)
+        print(f"wrote {DOC_PATH}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,267 @@
+"""The session service as a FastAPI app: the paths, types, status codes and bodies of cBioPortal's session
+service (the EvoMaster benchmark's `session-service`), on SQLite instead of MongoDB.
+
+Deliberate differences from the original, each where its behaviour was an accident rather than the API:
+* request bodies are parsed by the service, so a missing body, invalid JSON or a JSON value that is not an
+  object answers 400, as in the original; an update that would duplicate another session's data answers 409
+  (the original lets MongoDB's duplicate-key error escape as a 500);
+* `GET .../query` takes `field` and `value` literally (the original pastes them into a JSON string, so a quote
+  in a value breaks or changes the query);
+* error bodies carry no timestamp, so the same request always gets the same answer;
+* ids are deterministic per database (see `scenarios.session.store`).
+
+Handlers are `async` and call SQLite directly: one client at a time talks to an instance (a test case's
+program), and each query takes microseconds, so a thread pool would only add latency.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import sqlite3
+from typing import Any
+
+from fastapi import FastAPI, Path, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from pydantic import BaseModel, Field
+
+from scenarios.session import filters, store
+
+VERSION = "0.5.0"  # the original's version at the EvoMaster benchmark's snapshot (0.5.0-SNAPSHOT)
+
+SessionType = enum.Enum("SessionType", {t: t for t in store.SESSION_TYPES}, type=str)
+SessionType.__doc__ = "The eight session types; each is a separate collection."
+
+_REASONS = {400: "Bad Request", 404: "Not Found", 409: "Conflict"}
+_DATA_BODY = {
+    "required": True,
+    "content": {"application/json": {"schema": {
+        "type": "object", "additionalProperties": True,
+        "description": "the session data: any JSON object",
+        "example": {"title": "my main portal session", "description": "this is an example"},
+    }}},
+}
+_FILTER_BODY = {
+    "required": True,
+    "content": {"application/json": {"schema": {
+        "type": "object", "additionalProperties": True,
+        "description": "a MongoDB-style filter over the stored documents (fields `id`, `source`, `type`, "
+                       "`checksum`, `data.<path>`)",
+        "example": {"data.title": "my main portal session"},
+    }}},
+}
+
+
+class SessionId(BaseModel):
+    id: str = Field(description="the session's id (24 hex digits)")
+
+
+class Session(BaseModel):
+    id: str
+    data: dict[str, Any] = Field(description="the JSON object stored with the session")
+    source: str
+    type: SessionType
+
+
+class ErrorBody(BaseModel):
+    status: int
+    error: str
+    message: str
+    path: str
+
+
+class ServiceError(Exception):
+    def __init__(self, status: int, message: str):
+        self.status, self.message = status, message
+
+
+def _error(description: str) -> dict:
+    return {"model": ErrorBody, "description": description}
+
+
+_BAD_TYPE = "an unknown session type"
+_NOT_FOUND = {404: _error("no session with this id under this source and type")}
+_EMPTY_200 = {200: {"description": "done; the body is empty", "content": {}}}
+_SOURCE = Path(description="the application the sessions belong to (case sensitive; at least 3 characters "
+                           "to add a session)")
+_TYPE = Path(description="the session type (case sensitive): " + ", ".join(store.SESSION_TYPES))
+_ID = Path(description="the session's id, as returned when it was added")
+
+
+def _json(obj: Any) -> Response:
+    return Response(json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode(), media_type="application/json")
+
+
+async def _json_body(request: Request, what: str) -> Any:
+    raw = await request.body()
+    if not raw.strip():
+        raise ServiceError(400, "Required request body is missing")
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ServiceError(400, f"{what} is not valid JSON: {exc}") from None
+
+
+async def _session_data(request: Request) -> dict:
+    data = await _json_body(request, "the session data")
+    if not isinstance(data, dict):
+        raise ServiceError(400, "the session data must be a JSON object")
+    return data
+
+
+def _not_found() -> ServiceError:
+    return ServiceError(404, "Session not found")
+
+
+def create_app(db_path: str) -> FastAPI:
+    """The app over one database file (created when missing)."""
+    conn: sqlite3.Connection = store.connect(db_path)
+    app = FastAPI(
+        title="Session Service",
+        version=VERSION,
+        description="Stores JSON session data for a portal application, grouped by source and session type.",
+        openapi_tags=[{"name": "sessions"}, {"name": "info"}],
+    )
+    app.state.db_path = db_path
+    _without_422(app)
+
+    @app.exception_handler(ServiceError)
+    async def _service_error(request: Request, exc: ServiceError):
+        body = {"status": exc.status, "error": _REASONS[exc.status], "message": exc.message,
+                "path": request.url.path}
+        return JSONResponse(body, status_code=exc.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid_request(request: Request, exc: RequestValidationError):
+        messages = []
+        for err in exc.errors():
+            loc = tuple(err.get("loc", ()))
+            if loc == ("path", "type"):
+                messages.append("valid types are: " + ", ".join(store.SESSION_TYPES))
+            elif loc[:1] == ("query",) and err.get("type") == "missing":
+                messages.append(f"Required request parameter '{loc[-1]}' is not present")
+            else:
+                messages.append(f"{'.'.join(map(str, loc))}: {err.get('msg')}")
+        body = {"status": 400, "error": "Bad Request", "message": "; ".join(messages), "path": request.url.path}
+        return JSONResponse(body, status_code=400)
+
+    @app.post("/api/sessions/{source}/{type}", response_model=SessionId, tags=["sessions"],
+              summary="Add a session",
+              responses={400: _error(f"invalid or missing JSON, data that is not a JSON object, a source shorter "
+                                     f"than {store.MIN_SOURCE_LENGTH} characters, or {_BAD_TYPE}")},
+              openapi_extra={"requestBody": _DATA_BODY},
+              description="Stores the JSON object in the body as a new session of this source and type and "
+                          "answers its id. If a session of the same source and type already holds identical "
+                          "data (same checksum), nothing is stored and that session's id is answered.")
+    async def add_session(request: Request, source: str = _SOURCE, type: SessionType = _TYPE):
+        data = await _session_data(request)
+        if len(source) < store.MIN_SOURCE_LENGTH:
+            raise ServiceError(400, f"source has a minimum length of {store.MIN_SOURCE_LENGTH};")
+        return _json({"id": store.add_session(conn, source, type.value, data)})
+
+    @app.get("/api/sessions/{source}/{type}", response_model=list[Session], tags=["sessions"],
+             summary="List sessions", responses={400: _error(_BAD_TYPE)},
+             description="All sessions of this source and type, oldest first; `[]` when there are none.")
+    async def get_sessions(source: str = _SOURCE, type: SessionType = _TYPE):
+        return _json(store.list_sessions(conn, source, type.value))
+
+    @app.get("/api/sessions/{source}/{type}/query", response_model=list[Session], tags=["sessions"],
+             summary="Query sessions by one field",
+             responses={400: _error(f"a missing parameter, an invalid field, or {_BAD_TYPE}")},
+             description="Sessions of this source and type whose `field` (a dotted path such as `data.title`) "
+                         "equals the string `value`, oldest first. When the field holds an array, a session "
+                         "matches if any element equals `value`. A field starting with `$` or containing a "
+                         "NUL character answers 400.")
+    async def query_sessions(source: str = _SOURCE, type: SessionType = _TYPE,
+                             field: str = Query(description="dotted path, e.g. data.title"),
+                             value: str = Query(description="the string the field must equal")):
+        try:
+            filters.check_field(field)
+        except filters.QueryError as exc:
+            raise ServiceError(400, str(exc)) from None
+        return _json(_matching(conn, source, type.value, {field: value}))
+
+    @app.post("/api/sessions/{source}/{type}/query/fetch", response_model=list[Session], tags=["sessions"],
+              summary="Fetch sessions matching a filter",
+              responses={400: _error(f"invalid JSON, an invalid filter, or {_BAD_TYPE}")},
+              openapi_extra={"requestBody": _FILTER_BODY},
+              description="Sessions of this source and type that match the MongoDB-style filter in the body, "
+                          "oldest first. Supported: equality on dotted paths, `$and`, `$or`, `$nor`, `$eq`, "
+                          "`$ne`, `$gt`, `$gte`, `$lt`, `$lte`, `$in`, `$nin`, `$exists`, `$all`, `$size`, "
+                          "`$regex` (with `$options`) and `$not`. An unknown operator or a field starting with "
+                          "`$` answers 400.")
+    async def fetch_sessions(request: Request, source: str = _SOURCE, type: SessionType = _TYPE):
+        spec = await _json_body(request, "the query filter")
+        return _json(_matching(conn, source, type.value, spec))
+
+    @app.get("/api/sessions/{source}/{type}/{id}", response_model=Session, tags=["sessions"],
+             summary="Get one session",
+             responses={400: _error(_BAD_TYPE), **_NOT_FOUND},
+             description="The session with this id, if it belongs to this source and type; otherwise 404.")
+    async def get_session(source: str = _SOURCE, type: SessionType = _TYPE, id: str = _ID):
+        found = store.get_session(conn, source, type.value, id)
+        if found is None:
+            raise _not_found()
+        return _json(found)
+
+    @app.put("/api/sessions/{source}/{type}/{id}", tags=["sessions"], summary="Update a session",
+             response_class=Response,
+             responses={**_EMPTY_200, 400: _error(f"invalid or missing JSON, data that is not a JSON object, or "
+                                                  f"{_BAD_TYPE}"), **_NOT_FOUND,
+                        409: _error("another session of this source and type already holds identical data")},
+             openapi_extra={"requestBody": _DATA_BODY},
+             description="Replaces the data of the session with this id (it keeps its id and its position in "
+                         "listings). 404 when no session with this id belongs to this source and type.")
+    async def update_session(request: Request, source: str = _SOURCE, type: SessionType = _TYPE, id: str = _ID):
+        raw = await request.body()
+        if not raw.strip():
+            raise ServiceError(400, "Required request body is missing")
+        if store.get_session(conn, source, type.value, id) is None:
+            raise _not_found()
+        data = await _session_data(request)
+        try:
+            store.update_session(conn, source, type.value, id, data)
+        except store.Conflict:
+            raise ServiceError(409, "another session of this source and type already holds this data") from None
+        return Response(status_code=200)
+
+    @app.delete("/api/sessions/{source}/{type}/{id}", tags=["sessions"], summary="Delete a session",
+                response_class=Response, responses={**_EMPTY_200, 400: _error(_BAD_TYPE), **_NOT_FOUND},
+                description="Deletes the session with this id. 404 when no session with this id belongs to this "
+                            "source and type.")
+    async def delete_session(source: str = _SOURCE, type: SessionType = _TYPE, id: str = _ID):
+        if not store.delete_session(conn, source, type.value, id):
+            raise _not_found()
+        return Response(status_code=200)
+
+    @app.get("/info", tags=["info"], summary="Service version", response_class=PlainTextResponse,
+             description="The service's version, as plain text.")
+    async def info():
+        return PlainTextResponse(VERSION)
+
+    return app
+
+
+def _without_422(app: FastAPI) -> None:
+    """Drop FastAPI's generic 422 answers from the OpenAPI: every invalid request here answers 400."""
+    generate = app.openapi
+
+    def openapi() -> dict:
+        schema = generate()
+        for ops in schema.get("paths", {}).values():
+            for op in ops.values():
+                op.get("responses", {}).pop("422", None)
+        for name in ("HTTPValidationError", "ValidationError"):
+            schema.get("components", {}).get("schemas", {}).pop(name, None)
+        return schema
+
+    app.openapi = openapi
+
+
+def _matching(conn: sqlite3.Connection, source: str, type_: str, spec: Any) -> list[dict]:
+    try:
+        predicate = filters.compile_filter(spec)
+    except filters.QueryError as exc:
+        raise ServiceError(400, str(exc)) from None
+    return [view for doc, view in store.documents(conn, source, type_) if predicate(doc)]

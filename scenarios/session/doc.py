@@ -1,0 +1,161 @@
+"""The model-facing documentation (`api_doc.md`), generated from the service's own OpenAPI document.
+
+The endpoint reference is rendered from `create_app(...).openapi()`, so what the model reads is what the app
+serves at /openapi.json; the surrounding text (how the setup block connects, the data used in this benchmark,
+RESULT and checking) is fixed here. `python -m scenarios.session api-doc --write` regenerates the checked-in
+file, and a test fails when the two differ.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+DOC_PATH = Path(__file__).with_name("api_doc.md")
+
+INTRO = """\
+# Session Service API (HTTP, with `requests`)
+
+A real HTTP service that stores JSON "sessions" for portal applications (cBioPortal's session service). Your
+code runs after the setup block, in the same module namespace. The setup block has already executed
+`import requests` and defines:
+
+- `BASE_URL`: the address of the running service for this test case (the setup block sets it with
+  `BASE_URL = service_url()`; do not hard-code a host or port). Every path below is relative to it, e.g.
+  `requests.get(f"{BASE_URL}/api/sessions/{src1}/group")`.
+- the sources (`src1`, ...), session data dicts (`data1`, ...) and e-mail addresses (`email1`, ...) the task
+  names;
+- `COND`, when the task branches: a constant that the condition compares against. Use the name, not its
+  current value: the task is also checked with a different value of `COND`.
+
+The service already holds some sessions when your code starts. Sessions are grouped by source and type: a
+listing, a query or an id only reaches sessions of the source and type in its path.
+"""
+
+USAGE = """\
+## Session data in these tasks
+
+Every session's `data` is a JSON object with a `title` (string), a `description` (string), an `owner` (an
+e-mail address) and `members` (a list of e-mail addresses). Edit data locally by building a new dict, e.g.
+`{**data1, "owner": email1}` or `{**data1, "members": data1["members"] + [email1]}`; do not modify a dict the
+task still refers to under its old name.
+
+## The calls, with `requests`
+
+`s` is a source variable, `T` a session type, `d` a data dict, `i` an id, `F` a field path, `v` a value:
+
+```python
+sessions = requests.get(f"{BASE_URL}/api/sessions/{s}/T").json()            # list the T sessions of s
+i = requests.post(f"{BASE_URL}/api/sessions/{s}/T", json=d).json()["id"]    # add d as a T session of s
+found = requests.get(f"{BASE_URL}/api/sessions/{s}/T/query",                # query the T sessions of s
+                     params={"field": "F", "value": v}).json()              #   whose field F is v
+status = requests.put(f"{BASE_URL}/api/sessions/{s}/T/{i}", json=d).status_code   # update session i to d
+status = requests.delete(f"{BASE_URL}/api/sessions/{s}/T/{i}").status_code        # delete session i
+```
+
+An update or a delete answers an empty body; when the task asks for its status code, keep `.status_code`.
+
+Lists of sessions are kept exactly as the service returns them (a list of `{"id", "data", "source", "type"}`
+objects, oldest first). "The first/second/last session in a list" means index `0`, `1`, `-1`. Ids are made
+by the service: use the ids it returns, never invent one.
+
+## RESULT
+
+End your program by assigning the variable `RESULT`: a Python list of the values the task asks for, in the
+order it names them. When the task branches, set `RESULT` in both branches.
+
+## How your answer is checked
+
+Your code runs in a fresh process for every test case (one per branch of the task), against a service reset to
+the same initial sessions. Two things must match the reference solution: `RESULT`, compared as plain JSON
+(lists, dicts, strings, numbers), and every session stored in the service after your code ends (all sources
+and types: ids, data, source and type). A missing `RESULT`, an exception, or a program that runs longer than
+the time limit fails the test case. Extra read-only requests do no harm; an add, update or delete the task
+does not ask for leaves the stored sessions different and fails the test case.
+"""
+
+
+def _resolve(schema: dict, spec: dict) -> dict:
+    ref = schema.get("$ref")
+    if ref:
+        name = ref.rsplit("/", 1)[1]
+        return {**spec["components"]["schemas"][name], "_name": name}
+    return schema
+
+
+def _shape(schema: dict, spec: dict) -> str:
+    """A one-line picture of a JSON schema: {"id": string, ...}, [Session, ...], one of the session types."""
+    schema = _resolve(schema, spec)
+    if schema.get("_name") == "SessionType":
+        return "a session type"
+    if schema.get("type") == "array":
+        return f"[{_shape(schema.get('items', {}), spec)}, ...]"
+    if schema.get("type") == "object" and "properties" in schema:
+        fields = ", ".join(f'"{k}": {_shape(v, spec)}' for k, v in schema["properties"].items())
+        return "{" + fields + "}"
+    if schema.get("type") == "object":
+        return "JSON object"
+    return schema.get("type", "any")
+
+
+def _operation(method: str, path: str, op: dict, spec: dict, shared: dict) -> list[str]:
+    lines = [f"### `{method.upper()} {path}` — {op['summary']}", "", op.get("description", ""), ""]
+    for p in op.get("parameters", []):
+        if shared.get(p["name"]) == p.get("description"):
+            continue  # described once, above
+        required = "required" if p.get("required") else "optional"
+        lines.append(f"- {p['in']} parameter `{p['name']}` ({required}): {p.get('description', '')}")
+    body = op.get("requestBody")
+    if body:
+        schema = body["content"]["application/json"]["schema"]
+        example = json.dumps(schema.get("example"), ensure_ascii=False)
+        lines.append(f"- JSON body: {schema.get('description', 'JSON')}; e.g. `{example}`")
+    for status, resp in op.get("responses", {}).items():
+        content = resp.get("content") or {}
+        if "application/json" in content and status == "200":
+            what = f"`{_shape(content['application/json'].get('schema', {}), spec)}`"
+        elif "text/plain" in content:
+            what = "the version, as plain text"
+        else:
+            what = resp.get("description", "")
+        lines.append(f"- answers {status}: {what}")
+    lines.append("")
+    return lines
+
+
+def _shared_parameters(spec: dict) -> dict[str, str]:
+    """Path parameters with one description wherever they appear: documented once, before the endpoints."""
+    seen: dict[str, set] = {}
+    for ops in spec["paths"].values():
+        for op in ops.values():
+            for p in op.get("parameters", []):
+                if p["in"] == "path":
+                    seen.setdefault(p["name"], set()).add(p.get("description", ""))
+    return {name: next(iter(d)) for name, d in seen.items() if len(d) == 1}
+
+
+def render_api_doc(spec: dict | None = None) -> str:
+    """The markdown shown to models, from `spec` (default: the app's own OpenAPI document)."""
+    if spec is None:
+        from scenarios.session.app import create_app
+
+        spec = create_app(":memory:").openapi()
+    types = spec["components"]["schemas"]["SessionType"]["enum"]
+    session = spec["components"]["schemas"]["Session"]
+    errors = spec["components"]["schemas"]["ErrorBody"]
+    lines = [INTRO, f"## Endpoints (OpenAPI {spec['openapi']}, {spec['info']['title']} {spec['info']['version']})",
+             "", spec["info"].get("description", ""), ""]
+    lines.append("Session types (case sensitive; any other type answers 400): "
+                 + ", ".join(f"`{t}`" for t in types) + ".")
+    lines.append(f"A session is returned as `{_shape(session, spec)}`. Errors answer "
+                 f"`{_shape(errors, spec)}`.")
+    lines.append("")
+    shared = _shared_parameters(spec)
+    lines.append("Path parameters, wherever they appear:")
+    lines += [f"- `{{{name}}}`: {text}" for name, text in shared.items()]
+    lines.append("")
+    for path, ops in spec["paths"].items():
+        for method, op in ops.items():
+            lines += _operation(method, path, op, spec, shared)
+    lines.append(USAGE)
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,206 @@
+"""The session service's storage: one SQLite database file per service instance (stdlib only).
+
+The original service keeps one MongoDB collection per session type, with a unique index on
+(source, type, checksum). Here one table holds every session with the same unique key; rows come back in
+creation order (SQLite's rowid), which is the order MongoDB's natural order gives for these collections, and an
+update keeps a session's row (and so its position).
+
+Ids. The original mints MongoDB ObjectIds (time-based). A benchmark needs every correct program to see the same
+ids, so here a new session's id is a salted hash of what makes it distinct: its source, type, data checksum and
+how many sessions with that same content were created since the last reset. Listing first, adding a probe
+session and deleting it again, or making two independent additions in the other order cannot change any id,
+so RESULT and the stored state need no rewriting to compare equal. The salt lives in the database (set by
+`reset`, random for a stand-alone service), so ids are not guessable from the documentation. Deleting a session
+and adding the same data again gives a new id, as MongoDB would.
+
+The sandbox worker opens this same file to reset it before a test case and to read the snapshot after one; the
+service opens it per instance. Both use WAL mode so the two connections never block each other for long.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import sqlite3
+from typing import Any, Iterable
+
+SESSION_TYPES = (
+    "main_session",
+    "virtual_study",
+    "group",
+    "comparison_session",
+    "settings",
+    "custom_data",
+    "genomic_chart",
+    "custom_gene_list",
+)
+MIN_SOURCE_LENGTH = 3
+ID_LENGTH = 24  # hex digits, as a MongoDB ObjectId
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    seq      INTEGER PRIMARY KEY AUTOINCREMENT,  -- creation order, kept by updates
+    id       TEXT NOT NULL UNIQUE,
+    source   TEXT NOT NULL,
+    type     TEXT NOT NULL,
+    checksum TEXT NOT NULL,
+    data     TEXT NOT NULL,                      -- the JSON object as received (key order kept)
+    UNIQUE (source, type, checksum)
+);
+CREATE TABLE IF NOT EXISTS minted (                -- ids handed out since the last reset
+    source   TEXT NOT NULL,
+    type     TEXT NOT NULL,
+    checksum TEXT NOT NULL,
+    n        INTEGER NOT NULL,
+    PRIMARY KEY (source, type, checksum, n)
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+class Conflict(Exception):
+    """An update would give a session the same data as another one of its source and type."""
+
+
+def canonical(data: Any) -> str:
+    """JSON with sorted keys: JSON objects are unordered, so key order never changes a checksum."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def checksum(data: Any) -> str:
+    """The data's MD5 in hex, as the original (which hashes MongoDB's rendering of the document)."""
+    return hashlib.md5(canonical(data).encode()).hexdigest()
+
+
+def connect(path: str) -> sqlite3.Connection:
+    """Open (creating when needed) a session database; autocommit, explicit transactions for multi-step work."""
+    conn = sqlite3.connect(path, isolation_level=None, timeout=30)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=OFF")  # a test fixture, not a system of record: speed over durability
+    conn.executescript(_SCHEMA)
+    if conn.execute("SELECT 1 FROM meta WHERE key='salt'").fetchone() is None:
+        conn.execute("INSERT OR IGNORE INTO meta VALUES ('salt', ?)", (secrets.token_hex(16),))
+    return conn
+
+
+def _row(r: tuple) -> dict:
+    """A stored session as the API shows it (the checksum stays internal, as in the original)."""
+    return {"id": r[0], "data": json.loads(r[1]), "source": r[2], "type": r[3]}
+
+
+def list_sessions(conn: sqlite3.Connection, source: str, type_: str) -> list[dict]:
+    rows = conn.execute(
+        "SELECT id, data, source, type FROM sessions WHERE source=? AND type=? ORDER BY seq", (source, type_)
+    )
+    return [_row(r) for r in rows]
+
+
+def documents(conn: sqlite3.Connection, source: str, type_: str) -> list[tuple[dict, dict]]:
+    """(stored document, API view) pairs for filtering: the document adds `_id` and `checksum`."""
+    rows = conn.execute(
+        "SELECT id, data, source, type, checksum FROM sessions WHERE source=? AND type=? ORDER BY seq",
+        (source, type_),
+    )
+    out = []
+    for r in rows:
+        view = _row(r)
+        out.append(({"_id": r[0], **view, "checksum": r[4]}, view))
+    return out
+
+
+def get_session(conn: sqlite3.Connection, source: str, type_: str, id_: str) -> dict | None:
+    r = conn.execute(
+        "SELECT id, data, source, type FROM sessions WHERE source=? AND type=? AND id=?", (source, type_, id_)
+    ).fetchone()
+    return _row(r) if r else None
+
+
+def _mint(conn: sqlite3.Connection, source: str, type_: str, digest: str) -> str:
+    salt = conn.execute("SELECT value FROM meta WHERE key='salt'").fetchone()[0]
+    (n,) = conn.execute(
+        "SELECT COUNT(*) FROM minted WHERE source=? AND type=? AND checksum=?", (source, type_, digest)
+    ).fetchone()
+    while True:
+        id_ = hashlib.sha256(f"{salt}\0{source}\0{type_}\0{digest}\0{n}".encode()).hexdigest()[:ID_LENGTH]
+        conn.execute("INSERT INTO minted VALUES (?, ?, ?, ?)", (source, type_, digest, n))
+        if conn.execute("SELECT 1 FROM sessions WHERE id=?", (id_,)).fetchone() is None:
+            return id_
+        n += 1  # a pre-loaded session holds this id (practically never): take the next one
+
+
+def add_session(conn: sqlite3.Connection, source: str, type_: str, data: dict) -> str:
+    """Store a session and return its id; identical data under the same source and type returns the stored id."""
+    digest = checksum(data)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        found = conn.execute(
+            "SELECT id FROM sessions WHERE source=? AND type=? AND checksum=?", (source, type_, digest)
+        ).fetchone()
+        if found:
+            conn.execute("COMMIT")
+            return found[0]
+        id_ = _mint(conn, source, type_, digest)
+        conn.execute(
+            "INSERT INTO sessions (id, source, type, checksum, data) VALUES (?, ?, ?, ?, ?)",
+            (id_, source, type_, digest, json.dumps(data, ensure_ascii=False)),
+        )
+        conn.execute("COMMIT")
+        return id_
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def update_session(conn: sqlite3.Connection, source: str, type_: str, id_: str, data: dict) -> bool:
+    """Replace a session's data; False when no such session. Raises Conflict on a duplicate of another one."""
+    try:
+        cur = conn.execute(
+            "UPDATE sessions SET data=?, checksum=? WHERE source=? AND type=? AND id=?",
+            (json.dumps(data, ensure_ascii=False), checksum(data), source, type_, id_),
+        )
+    except sqlite3.IntegrityError as exc:
+        raise Conflict(str(exc)) from exc
+    return cur.rowcount == 1
+
+
+def delete_session(conn: sqlite3.Connection, source: str, type_: str, id_: str) -> bool:
+    cur = conn.execute("DELETE FROM sessions WHERE source=? AND type=? AND id=?", (source, type_, id_))
+    return cur.rowcount == 1
+
+
+# ------------------------------------------------------------------------------- used by the sandbox world
+
+
+def reset(conn: sqlite3.Connection, sessions: Iterable[dict], salt: str) -> None:
+    """Replace everything with `sessions` ({id, source, type, data} each) and start minting afresh with `salt`."""
+    rows = [
+        (s["id"], s["source"], s["type"], checksum(s["data"]), json.dumps(s["data"], ensure_ascii=False))
+        for s in sessions
+    ]
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("DELETE FROM sessions")
+        conn.execute("DELETE FROM minted")
+        conn.execute("DELETE FROM sqlite_sequence WHERE name='sessions'")
+        conn.executemany("INSERT INTO sessions (id, source, type, checksum, data) VALUES (?, ?, ?, ?, ?)", rows)
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('salt', ?)", (salt,))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def snapshot(conn: sqlite3.Connection) -> dict:
+    """Every stored session, keyed by id: {id: {"source", "type", "data"}} (plain data, order-free)."""
+    rows = conn.execute("SELECT id, source, type, data FROM sessions ORDER BY seq")
+    return {r[0]: {"source": r[1], "type": r[2], "data": json.loads(r[3])} for r in rows}
+
+
+def remove(path: str) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            os.remove(path + suffix)
+        except FileNotFoundError:
+            pass

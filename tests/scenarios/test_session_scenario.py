@@ -1,0 +1,221 @@
+"""The session scenario end to end: the builder's simulated store agrees with the real service, tasks build,
+references score 100%, a skipped update or delete fails on the stored state, and server-made ids compare equal
+for every correct program.
+
+Fuzzed reference programs are trusted code, so the agreement check runs them here against one `SessionWorld`
+(a real service process); the build and the scoring go through the real pipeline and sandbox.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+
+import pytest
+
+from builder.config import BuildConfig
+from builder.fuzz import CoverageRecorder
+from builder.pipeline import build, make_cases
+from builder.program import generate_program
+from evaluate.sandbox import Sandbox
+from evaluate.scoring import score
+from scenarios import get_scenario, scenario_names
+from scenarios.session import ASSET, DATA, EMAIL, SESSIONS, SID, STATUS
+from scenarios.session.store import canonical
+from scenarios.session.world import SessionWorld
+
+SMALL = dict(scenarios=["session"], n=12, seed=0, created_at="2026-01-01", workers=2)
+SEEDS = range(80)
+SERVICE_APIS = {"list_sessions", "add_session", "query_sessions", "update_session", "delete_session"}
+MUTATION = re.compile(r"^\s*(status\d+) = requests\.(put|delete)\(")
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy(monkeypatch):
+    """Loopback calls must not go through a proxy from the environment (sandbox workers drop these too)."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(scope="module")
+def scenario():
+    return get_scenario("session")
+
+
+@pytest.fixture(scope="module")
+def world():
+    w = SessionWorld()
+    yield w
+    w.close()
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    from evaluate.data import load_tasks
+
+    out = tmp_path_factory.mktemp("session-ds") / "stateeval"
+    report = build(BuildConfig(out=str(out), **SMALL))
+    tasks, _ = load_tasks(str(out))
+    return report, tasks
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with Sandbox(2) as sb:
+        yield sb
+
+
+def _run(world: SessionWorld, case: dict, code: str) -> tuple[dict, dict]:
+    """Reset, run setup + code in the namespace the worker gives its child, snapshot: (namespace, state)."""
+    world.reset(case)
+    ns = {"__name__": "__main__"}
+    ns.update(world.namespace(case))
+    exec(case["setup_code"], ns)
+    exec(code, ns)
+    return ns, world.snapshot(None)
+
+
+def test_registered(scenario):
+    assert "session" in scenario_names() and scenario.name == "session"
+    assert SERVICE_APIS <= {a.name for a in scenario.apis}
+
+
+def test_fuzzing_reaches_every_service_api(scenario):
+    recorder = CoverageRecorder()
+    seen = set()
+    for s in range(40):
+        program = generate_program(scenario, random.Random(f"session-test/{s}"), recorder)
+        seen |= {c.api for c in program.all_calls}
+    assert SERVICE_APIS | {"take", "edit_data"} <= seen
+
+
+def test_simulated_store_agrees_with_the_service(scenario, world):
+    """Every path of many fuzzed programs: the stored sessions and each RESULT value are what the builder solved."""
+    recorder = CoverageRecorder()
+    checked = 0
+    for s in SEEDS:
+        program = generate_program(scenario, random.Random(f"session-test/{s}"), recorder)
+        for case in make_cases(program):
+            path = program.orelse if case["branch"] == "else" else program.then
+            case = {**case, "assets": [{**a, "meta": json.loads(a["meta"])} for a in case["assets"]]}
+            ns, state = _run(world, case, program.reference_code())
+            simulated = path.state.extra["store"]
+            assert [(v["source"], v["type"], canonical(v["data"])) for v in state.values()] == [
+                (r["source"], r["type"], canonical(r["data"])) for r in simulated], program.reference_code()
+            ids = list(state)
+            for r, id_ in zip(simulated, ids):
+                assert r["id"] in (None, id_)  # pre-loaded sessions keep their stored ids
+            for name in path.result_vars(scenario):
+                var, got = path.state.vars[name], ns[name]
+                if var.type == SESSIONS:
+                    assert [x["data"] for x in got] == [x["data"] for x in var.value["items"]]
+                    assert {(x["source"], x["type"]) for x in got} <= {(var.value["source"], var.value["type"])}
+                elif var.type in (DATA, EMAIL):
+                    assert got == var.value
+                elif var.type == SID:
+                    assert isinstance(got, str) and len(got) == 24
+            checked += 1
+    assert checked > len(SEEDS)
+
+
+def test_status_codes_are_kept_out_of_result(scenario):
+    program = generate_program(scenario, random.Random("session-test/status"), CoverageRecorder())
+    for v in program.then.state.vars.values():
+        if v.type == STATUS:
+            assert not scenario.is_result(v)
+
+
+def test_world_reset_restores_the_stored_sessions(scenario, world):
+    program = generate_program(scenario, random.Random("session-test/reset"), CoverageRecorder())
+    case = make_cases(program)[0]
+    case = {**case, "assets": [{**a, "meta": json.loads(a["meta"])} for a in case["assets"]]}
+    stored = json.loads(next(a["data"] for a in case["assets"] if a["name"] == ASSET))
+    expected = {s["id"]: {"source": s["source"], "type": s["type"], "data": s["data"]} for s in stored}
+    world.reset(case)
+    assert world.snapshot(None) == expected
+    _, after = _run(world, case, 'requests.post(f"{BASE_URL}/api/sessions/probe_portal/group", json={"p": 1})\n')
+    assert len(after) == len(expected) + 1
+    world.reset(case)
+    assert world.snapshot(None) == expected
+    # A program that kills the service does not break the next test case: reset starts a new one.
+    world.service.proc.kill()
+    world.service.proc.wait()
+    world.reset(case)
+    assert world.service.alive and world.snapshot(None) == expected
+    ns, _ = _run(world, case, 'n = len(requests.get(f"{BASE_URL}/api/sessions/msk_portal/group").json())\n')
+    assert ns["BASE_URL"] == world.service.url
+
+
+def test_build_keeps_at_least_95_percent(built):
+    report, tasks = built
+    attempts, kept = report["attempts"]["session"], report["kept"]["session"]
+    assert kept >= 0.95 * attempts and len(tasks) == kept
+    assert sum(report["rejections"].values()) == attempts - kept
+    assert all(reason.startswith("session: ") for reason in report["rejections"])
+
+
+def test_instructions_never_quote_stored_values(built):
+    _, tasks = built
+    for t in tasks:
+        case = t["test_cases"][0]
+        stored = json.loads(next(a["data"] for a in case["assets"] if a["name"] == ASSET))
+        values = {s["id"] for s in stored}
+        for s in stored:
+            values |= {s["data"]["title"], s["data"]["description"], s["data"]["owner"], *s["data"]["members"]}
+        values |= set(re.findall(r"'([^']*@[^']*)'", t["setup_code"]))  # e-mails declared in the setup block
+        leaked = [v for v in values if v in t["instruction"]]
+        assert not leaked, (t["task_id"], leaked)
+        assert "BASE_URL = service_url()" in t["setup_code"]
+
+
+def test_reference_scores_100_percent(built, sandbox):
+    _, tasks = built
+    results = score(tasks, {t["task_id"]: [t["reference_program"]] for t in tasks}, sandbox)
+    assert [(r.task_id, r.status, r.error) for r in results if r.status != "pass"] == []
+    assert len(results) == len(tasks)
+
+
+def _without_line(code: str, index: int) -> str:
+    lines = code.splitlines()
+    return "\n".join(lines[:index] + lines[index + 1:]) + "\n"
+
+
+def test_skipping_a_required_update_or_delete_fails_on_state(built, sandbox):
+    """Drop an update or delete that is the last call before RESULT: RESULT is unchanged, the stored state not."""
+    _, tasks = built
+    variants = {}
+    for t in tasks:
+        lines = t["reference_program"].splitlines()
+        for i, line in enumerate(lines[:-1]):
+            m = MUTATION.match(line)
+            if m and lines[i + 1].strip().startswith("RESULT =") and t["reference_program"].count(m.group(1)) == 1:
+                variants[t["task_id"]] = [_without_line(t["reference_program"], i)]
+                break
+    assert variants, "the small build should hold a program ending in an update or a delete"
+    results = score([t for t in tasks if t["task_id"] in variants], variants, sandbox)
+    assert len(results) == len(variants)
+    for r in results:
+        assert r.status == "result_error", (r.task_id, r.status, r.error)
+        assert "state" in r.error and "RESULT" not in r.error, r.error
+
+
+def test_server_made_ids_compare_equal_for_correct_but_different_programs(built, sandbox):
+    """Extra reads, a probe session added and deleted elsewhere, and data sent with its keys in another order
+    change no id: every such program still passes, RESULT ids and stored state included."""
+    _, tasks = built
+    probe = (
+        "_seen = requests.get(f\"{BASE_URL}/api/sessions/{src1}/group\").json()\n"
+        "_probe = requests.post(f\"{BASE_URL}/api/sessions/probe_portal/group\", json={\"probe\": 1}).json()[\"id\"]\n"
+        "requests.delete(f\"{BASE_URL}/api/sessions/probe_portal/group/{_probe}\")\n"
+    )
+    codes, new_ids = {}, 0
+    for t in tasks:
+        reordered = re.sub(r"json=(data\d+)\)", r"json=dict(reversed(list(\1.items()))))", t["reference_program"])
+        codes[t["task_id"]] = [probe + reordered]
+        for case in t["test_cases"]:
+            stored = {s["id"] for s in json.loads(next(a["data"] for a in case["assets"] if a["name"] == ASSET))}
+            new_ids += len(set(json.loads(case["expected_state"])) - stored)
+    assert new_ids > 0, "the small build should create sessions, so that server-made ids are compared"
+    results = score(tasks, codes, sandbox)
+    assert [(r.task_id, r.status, r.error) for r in results if r.status != "pass"] == []
