@@ -1,9 +1,14 @@
 """python -m evaluate: score a model (or pre-generated code) on a StateEval dataset.
 
 Examples:
-  python -m evaluate --model reference --dataset stateeval          # replay the references: must be 100%
-  python -m evaluate --samples answers.jsonl --dataset stateeval    # {"task_id": ..., "code": ...} per line
-  python -m evaluate --model reference --scenario tensor --limit 10
+  python -m evaluate --model reference --dataset stateeval            # replay the references: must be 100%
+  python -m evaluate --model qwen                                      # Qwen2.5-Coder-32B on vLLM (GPU)
+  python -m evaluate --model gpt-4.1-nano --n-samples 5 --temperature 0.8
+  python -m evaluate --model my-model --backend openai --base-url http://localhost:8000/v1   # vllm serve
+  python -m evaluate --model smollm2                                   # offline GGUF on the CPU (slow)
+  python -m evaluate --samples answers.jsonl                           # {"task_id": ..., "code": ...} per line
+
+Generations are cached in <out>/<model>/<revision>/generations.jsonl; running the same command again resumes.
 """
 
 from __future__ import annotations
@@ -11,58 +16,81 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evaluate.models import Sampling, UnknownBackend
+from evaluate.models import ALIASES, BACKENDS, Sampling
 from evaluate.run import EvalConfig
 
 
 def parse_args(argv: list[str] | None = None) -> EvalConfig:
-    d = EvalConfig()
+    d, ds = EvalConfig(), Sampling()
     p = argparse.ArgumentParser(
         prog="python -m evaluate",
         description=(
             "Prompt a model with each task (API documentation, setup block, instruction), run its code in a "
             "sandbox against every test case, compare RESULT and side effects with the oracles, and write "
-            "results.json with pass@k and each sample's status."
+            "results.json with pass@k, the error taxonomy and each sample's status."
         ),
         epilog=__doc__.split("\n", 2)[2],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--model", default=d.model, help="model name or alias; 'reference' replays the reference programs")
-    p.add_argument("--backend", default=None, help="model backend (this version: reference)")
-    p.add_argument("--dataset", default=d.dataset, help="dataset folder, or a Hub repo id (default: stateeval)")
-    p.add_argument("--revision", default=None, help="dataset version (git tag on the Hub), e.g. v1.0.0")
-    p.add_argument("--scenario", default=None, help="comma-separated scenarios to score (default: all splits)")
-    p.add_argument("--n-samples", type=int, default=d.n_samples, help="samples per task (pass@k needs k <= n)")
-    p.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0)")
-    p.add_argument("--samples", default=None, help="score pre-generated code from a JSONL file instead of a model")
-    p.add_argument("--out", default=d.out, help="results folder (default: results/<model>/<revision>/)")
-    p.add_argument("--limit", type=int, default=None, help="score only the first N tasks")
-    p.add_argument("--workers", type=int, default=None, help="sandbox workers (default: cores)")
-    p.add_argument("--timeout", type=float, default=d.timeout_s, dest="timeout_s",
+    g = p.add_argument_group("model")
+    g.add_argument("--model", default=None,
+                   help=f"an alias ({', '.join(ALIASES)}) or, with --backend, any model id")
+    g.add_argument("--backend", choices=list(BACKENDS), default=None, help="default: the alias's backend")
+    g.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (openai backend), e.g. vllm serve's")
+    g.add_argument("--concurrency", type=int, default=32, help="requests in flight (openai backend; default 32)")
+    g.add_argument("--tensor-parallel-size", type=int, default=1, help="GPUs per model (vllm backend)")
+    g.add_argument("--max-model-len", type=int, default=None, help="context length (vllm backend)")
+    g.add_argument("--gpu-memory-utilization", type=float, default=0.9, help="share of GPU memory (vllm backend)")
+    g.add_argument("--batch-size", type=int, default=1, help="prompts per generate call (hf backend)")
+    g.add_argument("--samples", default=None, help="score pre-generated code from a JSONL file instead of a model")
+    s = p.add_argument_group("sampling")
+    s.add_argument("--n-samples", type=int, default=d.n_samples, help="samples per task; pass@k is reported for k <= n")
+    s.add_argument("--temperature", type=float, default=ds.temperature, help="default 0")
+    s.add_argument("--greedy", action="store_true", help="temperature 0 (one sample is enough)")
+    s.add_argument("--max-new-tokens", type=int, default=ds.max_new_tokens, help=f"default {ds.max_new_tokens}")
+    s.add_argument("--seed", type=int, default=ds.seed, help="sampling seed (sample i uses seed + i)")
+    t = p.add_argument_group("tasks and output")
+    t.add_argument("--dataset", default=d.dataset, help="dataset folder, or a Hub repo id (default: stateeval)")
+    t.add_argument("--revision", default=None, help="dataset version (git tag on the Hub), e.g. v1.0.0")
+    t.add_argument("--scenario", default=None, help="comma-separated scenarios to score (default: all splits)")
+    t.add_argument("--limit", type=int, default=None, help="score only the first N tasks")
+    t.add_argument("--out", default=d.out, help="results root; a run writes <out>/<model>/<revision>/ (default results)")
+    t.add_argument("--workers", type=int, default=None, help="sandbox workers (default: cores)")
+    t.add_argument("--timeout", type=float, default=d.timeout_s, dest="timeout_s",
                    help=f"seconds per test case (default {d.timeout_s})")
+    t.add_argument("--plot", action="store_true", help="also write PNG figures (needs matplotlib)")
     a = p.parse_args(argv)
     if a.n_samples < 1:
         p.error("--n-samples must be at least 1")
-    scenarios = [s.strip() for s in a.scenario.split(",")] if a.scenario else None
+    if not a.model and not a.samples:
+        p.error("pass --model (an alias such as 'reference', or a model id with --backend) or --samples FILE")
+    scenarios = [x.strip() for x in a.scenario.split(",")] if a.scenario else None
+    sampling = Sampling(temperature=0.0 if a.greedy else a.temperature, max_new_tokens=a.max_new_tokens, seed=a.seed)
+    options = {"base_url": a.base_url, "concurrency": a.concurrency, "tensor_parallel_size": a.tensor_parallel_size,
+               "max_model_len": a.max_model_len, "gpu_memory_utilization": a.gpu_memory_utilization,
+               "batch_size": a.batch_size}
     return EvalConfig(
         model=a.model, backend=a.backend, dataset=a.dataset, revision=a.revision, scenarios=scenarios,
         n_samples=a.n_samples, samples=a.samples, out=a.out, limit=a.limit, workers=a.workers,
-        timeout_s=a.timeout_s, sampling=Sampling(temperature=a.temperature),
+        timeout_s=a.timeout_s, sampling=sampling, backend_options=options, plot=a.plot,
     )
 
 
 def main(argv: list[str] | None = None) -> int:
     config = parse_args(argv)
     from evaluate.data import DatasetError
+    from evaluate.models import BackendError, UnknownModel
     from evaluate.run import format_table, run
 
     try:
         report = run(config)
-    except (DatasetError, UnknownBackend) as exc:
+    except (DatasetError, UnknownModel, BackendError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(format_table(report["summary"]))
     print(f"wrote {report['path']}")
+    for fig in report.get("figures", []):
+        print(f"wrote {fig}")
     return 0
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -106,34 +107,50 @@ def verify_folder(folder: Path) -> dict:
     return manifest
 
 
+SHARD = re.compile(rf"{DATA_DIR}/(?P<split>.+)-\d{{5}}-of-\d{{5}}(?:-[0-9a-f]+)?\.parquet")
+
+
 def load_tasks(dataset: str, revision: str | None = None, scenarios: list[str] | None = None) -> tuple[list[dict], dict]:
     """Tasks as plain dicts plus the dataset's manifest.
 
-    `dataset` is a local folder (checked against its manifest, then read with `datasets.load_dataset`, the same
-    loader users run) or a Hub repo id, downloaded at `revision`.
+    `dataset` is a local folder or a Hub repo id, downloaded at `revision`. The shards are checked against the
+    manifest and then read directly, so what is scored is exactly what was hashed: no cache in between can serve
+    another build's rows. (Users load the same folder with `datasets.load_dataset`; the builder's tests check it.)
     """
-    import datasets  # heavy: imported only when tasks are loaded
+    import pyarrow.parquet as pq
 
-    folder = Path(dataset)
-    if folder.exists():
-        manifest = verify_folder(folder)
-        source = str(folder)
-    else:
-        if "/" not in dataset:
+    folder = Path(dataset).expanduser()
+    if not folder.exists():
+        if not _looks_like_repo_id(dataset):
             raise DatasetError(
-                f"no dataset folder {dataset!r} here. Build one with `python -m builder --out {dataset}`, "
+                f"no dataset folder {dataset!r}. Build one with `python -m builder --out {dataset}`, "
                 "or pass a Hub repo id such as ORG/stateeval with --revision."
             )
         from huggingface_hub import snapshot_download
 
-        local = snapshot_download(dataset, repo_type="dataset", revision=revision)
-        manifest = verify_folder(Path(local))
-        source = local
-    ds = datasets.load_dataset(source)
-    splits = list(ds)
-    wanted = scenarios or splits
-    unknown = [s for s in wanted if s not in splits]
+        folder = Path(snapshot_download(dataset, repo_type="dataset", revision=revision))
+    manifest = verify_folder(folder)
+    shards: dict[str, list[str]] = {}
+    for rel in sorted(manifest["files"]):
+        m = SHARD.fullmatch(rel)
+        if not m:
+            raise DatasetError(f"{rel} in {MANIFEST} is not a shard name this version reads; rebuild the dataset")
+        shards.setdefault(m["split"], []).append(rel)
+    wanted = scenarios or list(shards)
+    unknown = [s for s in wanted if s not in shards]
     if unknown:
-        raise DatasetError(f"the dataset has no split(s) {unknown}; it has {splits}")
-    tasks = [row for split in wanted for row in ds[split]]
+        raise DatasetError(f"the dataset has no split(s) {unknown}; it has {list(shards)}")
+    tasks = []
+    for split in wanted:
+        rows = [row for rel in shards[split] for row in pq.read_table(folder / rel).to_pylist()]
+        expected = manifest.get("counts", {}).get(split)
+        if expected is not None and len(rows) != expected:
+            raise DatasetError(f"the {split} split has {len(rows)} rows but {MANIFEST} says {expected}; rebuild it")
+        tasks.extend(rows)
     return tasks, manifest
+
+
+def _looks_like_repo_id(name: str) -> bool:
+    """ORG/NAME with no path syntax: anything else that does not exist is a missing folder, not a Hub repo."""
+    parts = name.split("/")
+    return len(parts) == 2 and all(parts) and not name.startswith((".", "~")) and "\\" not in name

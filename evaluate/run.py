@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import platform
 import re
+import threading
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
 
+from tqdm import tqdm
+
 from evaluate.data import DatasetError, load_tasks
-from evaluate.models import Request, Sampling, get_backend
+from evaluate.models import Request, Sampling, get_backend, resolve
 from evaluate.prompts import build_messages, extract_code
 from evaluate.sandbox import Limits, Sandbox
 from evaluate.scoring import STATUSES, score, summarize
@@ -20,8 +24,8 @@ from evaluate.scoring import STATUSES, score, summarize
 
 @dataclass
 class EvalConfig:
-    model: str = "reference"
-    backend: str | None = None  # None: taken from the model alias table, or `reference`
+    model: str | None = None  # an alias, a model id (with backend), or None when scoring --samples
+    backend: str | None = None  # None: taken from the alias table
     dataset: str = "stateeval"
     revision: str | None = None
     scenarios: list[str] | None = None
@@ -32,10 +36,22 @@ class EvalConfig:
     workers: int | None = None
     timeout_s: float = 10.0
     sampling: Sampling = field(default_factory=Sampling)
+    backend_options: dict = field(default_factory=dict)  # base_url, concurrency, tensor_parallel_size, ...
+    plot: bool = False
+
+    @property
+    def model_name(self) -> str:
+        if self.model:
+            return self.model
+        return Path(self.samples).stem if self.samples else "model"
 
 
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "--", name).strip("-") or "model"
+
+
+def run_dir(config: EvalConfig) -> Path:
+    return Path(config.out) / _safe(config.model_name) / _safe(config.revision or "local")
 
 
 def read_samples(path: str, task_ids: set[str]) -> dict[str, list[str | None]]:
@@ -58,35 +74,104 @@ def read_samples(path: str, task_ids: set[str]) -> dict[str, list[str | None]]:
     return dict(codes)
 
 
-def generate(config: EvalConfig, tasks: list[dict]) -> tuple[dict[str, list[str | None]], dict[str, list[str]]]:
-    backend = get_backend(config.backend or "reference", config.model)
-    requests = [Request(t["task_id"], build_messages(t), t) for t in tasks]
-    replies = backend.generate(requests, config.n_samples, config.sampling)
-    raw = {r.task_id: rs for r, rs in zip(requests, replies)}
-    return {tid: [extract_code(x) for x in rs] for tid, rs in raw.items()}, raw
+def prompt_key(messages: list[dict], sampling: Sampling, model: str, sample: int) -> str:
+    """What a cached reply is valid for: the exact prompt, the sampling parameters, the model and the sample."""
+    data = json.dumps([messages, asdict(sampling), model, sample], sort_keys=True)
+    return hashlib.sha256(data.encode()).hexdigest()[:24]
+
+
+class GenerationCache:
+    """generations.jsonl: one line per finished reply, appended and flushed as it arrives.
+
+    A re-run reuses every line whose key matches its request, so a killed run loses at most its in-flight
+    requests, and a changed prompt, dataset or sampling parameter is generated afresh rather than reused.
+    """
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.replies: dict[str, str] = {}
+        if path.is_file():
+            for line in path.read_text().splitlines():
+                try:
+                    row = json.loads(line)
+                    self.replies[row["key"]] = row["reply"]
+                except (json.JSONDecodeError, KeyError, TypeError):
+                    continue  # a line cut short by a kill: that request is simply generated again
+        self._lock = threading.Lock()
+        self._file = None
+
+    def add(self, key: str, task_id: str, sample: int, reply: str) -> None:
+        with self._lock:
+            if self._file is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._file = open(self.path, "a")
+            self._file.write(json.dumps({"key": key, "task_id": task_id, "sample": sample, "reply": reply}) + "\n")
+            self._file.flush()
+            self.replies[key] = reply
+
+    def close(self) -> None:
+        if self._file:
+            self._file.close()
+
+
+def generate(config: EvalConfig, tasks: list[dict]) -> dict[str, list[str | None]]:
+    """Replies for every task and sample: from the cache where possible, else from the backend."""
+    backend = get_backend(config.model, config.backend, **config.backend_options)
+    cache = GenerationCache(run_dir(config) / "generations.jsonl")
+    requests, keys = [], {}
+    for t in tasks:
+        messages = build_messages(t)
+        for s in range(config.n_samples):
+            r = Request(t["task_id"], s, messages, t)
+            keys[(r.task_id, s)] = prompt_key(messages, config.sampling, config.model, s)
+            requests.append(r)
+    todo = [r for r in requests if keys[(r.task_id, r.sample)] not in cache.replies]
+    if len(todo) < len(requests):
+        print(f"resuming: {len(requests) - len(todo)} of {len(requests)} generations found in {cache.path}")
+    if todo:
+        backend.prepare()
+    bar = tqdm(total=len(todo), desc=f"generate ({config.model})", unit="reply", dynamic_ncols=True,
+               disable=not todo)
+
+    def on_reply(r: Request, reply: str) -> None:
+        cache.add(keys[(r.task_id, r.sample)], r.task_id, r.sample, reply)
+        bar.update(1)
+
+    try:
+        if todo:
+            backend.generate(todo, config.sampling, on_reply)
+    finally:
+        bar.close()
+        cache.close()
+    replies: dict[str, list[str | None]] = defaultdict(list)
+    for r in requests:
+        replies[r.task_id].append(cache.replies[keys[(r.task_id, r.sample)]])
+    return dict(replies)
 
 
 def run(config: EvalConfig) -> dict:
     tasks, manifest = load_tasks(config.dataset, config.revision, config.scenarios)
     if config.limit:
         tasks = tasks[: config.limit]
+    replies = None
     if config.samples:
         codes = read_samples(config.samples, {t["task_id"] for t in tasks})
-        raw = None
-        model, backend = config.model if config.model != "reference" else Path(config.samples).stem, "samples"
+        backend = "samples"
     else:
-        codes, raw = generate(config, tasks)
-        model, backend = config.model, config.backend or "reference"
+        replies = generate(config, tasks)
+        codes = {tid: [extract_code(x) for x in rs] for tid, rs in replies.items()}
+        backend = resolve(config.model, config.backend)[1]
 
     with Sandbox(config.workers, Limits(timeout_s=config.timeout_s)) as sandbox:
         results = score(tasks, codes, sandbox)
-    n = max((len(v) for v in codes.values()), default=1)
+    n = min((len(v) for v in codes.values()), default=1)
     ks = tuple(k for k in (1, 5, 10) if k <= n)
     summary = summarize(results, ks)
 
     report = {
-        "model": model,
+        "model": config.model_name,
         "backend": backend,
+        "backend_options": {k: v for k, v in config.backend_options.items() if v is not None},
         "dataset": {
             "source": config.dataset,
             "revision": config.revision,
@@ -94,6 +179,7 @@ def run(config: EvalConfig) -> dict:
             "builder_version": manifest.get("builder_version"),
             "seed": manifest.get("seed"),
             "tasks": len(tasks),
+            "scenarios": sorted({t["scenario"] for t in tasks}),
         },
         "sampling": {"n_samples": n, **asdict(config.sampling)},
         "versions": {"python": platform.python_version(), **_versions()},
@@ -101,21 +187,20 @@ def run(config: EvalConfig) -> dict:
         "summary": summary,
         "samples": [r.to_dict() for r in results],
     }
-    out = Path(config.out) / _safe(model) / _safe(config.revision or "local")
+    out = run_dir(config)
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(report, indent=2) + "\n")
-    if raw is not None:
-        with open(out / "generations.jsonl", "w") as f:
-            for tid, replies in raw.items():
-                for s, reply in enumerate(replies):
-                    f.write(json.dumps({"task_id": tid, "sample": s, "reply": reply, "code": codes[tid][s]}) + "\n")
     report["path"] = str(out / "results.json")
+    if config.plot:
+        from evaluate.plots import plot_report
+
+        report["figures"] = [str(p) for p in plot_report(report, out)]
     return report
 
 
 def _versions() -> dict:
     out = {}
-    for dist in ("stateeval", "torch", "datasets"):
+    for dist in ("stateeval", "torch", "datasets", "openai", "transformers", "vllm"):
         try:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:

@@ -38,6 +38,8 @@ def judge_case(scenario, case: dict, outcome) -> tuple[str, str]:
         return "execution_error", f"setup failed (report this task): {outcome.error}"
     if outcome.status == "crash":
         return "execution_error", outcome.error
+    if outcome.status not in ("ok", "syntax_error", "execution_error", "result_error", "timeout"):
+        return "execution_error", f"unexpected sandbox status {outcome.status!r}: {outcome.error}"
     if outcome.status != "ok":
         return outcome.status, outcome.error
     reason = scenario.compare_result(json.loads(case["expected_result"]), outcome.result)

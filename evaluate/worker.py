@@ -105,7 +105,13 @@ def _child(world, job: dict, case: dict, workdir: str, wfd: int) -> None:
         os.closerange(3, wfd)
         os.closerange(wfd + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
         _limits(job["limits"])
+        os.environ["HOME"] = workdir  # nothing written under ~ outlives this test case
         report = execute(world, job, case)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()  # os._exit below skips Python's buffers; small output would be lost
+            except (OSError, ValueError):
+                pass
         data = json.dumps(report, allow_nan=False).encode()
         view = memoryview(data)
         while view:
@@ -184,7 +190,7 @@ def run_job(worlds: dict, job: dict) -> dict:
         elif not data:
             report = {"status": _early_exit_status(wait_status), "error": _early_exit_text(wait_status)}
         else:
-            report = json.loads(data)
+            report = _checked_report(data)
         if report["status"] == "ok":
             report["state"] = world.snapshot(report.pop("recorded", None))
         report["seconds"] = round(seconds, 4)
@@ -192,6 +198,20 @@ def run_job(worlds: dict, job: dict) -> dict:
         return report
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+CHILD_STATUSES = {"ok", "syntax_error", "execution_error", "result_error", "setup_error"}
+
+
+def _checked_report(data: bytes) -> dict:
+    """The child's report, or an execution error if it is not one the child's own code could have written."""
+    try:
+        report = json.loads(data)
+        if not isinstance(report, dict) or report.get("status") not in CHILD_STATUSES:
+            raise ValueError(report.get("status") if isinstance(report, dict) else type(report).__name__)
+    except (ValueError, json.JSONDecodeError) as exc:
+        return {"status": "execution_error", "error": f"the program tampered with its report ({str(exc)[:80]})"}
+    return {k: report[k] for k in ("status", "result", "recorded", "error", "traceback") if k in report}
 
 
 def _early_exit_status(wait_status: int) -> str:

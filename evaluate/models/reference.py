@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from evaluate.models import Backend, Request, Sampling
+from evaluate.models import Backend, OnReply, Request, Sampling
 
 
 class ReferenceBackend(Backend):
     name = "reference"
 
-    def __init__(self, model: str = "reference", **_):
+    def __init__(self, model: str = "reference", **_options):
         self.model = model
 
-    def generate(self, requests: list[Request], n: int, sampling: Sampling) -> list[list[str]]:
-        # Fenced like a model's reply, so the replay also exercises code extraction.
-        return [[f"```python\n{r.task['reference_program']}```"] * n for r in requests]
+    def generate(self, requests: list[Request], sampling: Sampling, on_reply: OnReply) -> None:
+        for r in requests:
+            # Fenced like a model's reply, so the replay also exercises code extraction.
+            on_reply(r, f"```python\n{r.task['reference_program']}```")

@@ -1,0 +1,53 @@
+"""PNG figures for a run, like the paper's: pass@1 per scenario, and the distribution of error types."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evaluate.models import missing_extra
+from evaluate.scoring import STATUSES
+
+COLORS = {"pass": "#2a9d8f", "syntax_error": "#e9c46a", "execution_error": "#f4a261", "result_error": "#e76f51",
+          "timeout": "#8d99ae", "no_code": "#6c757d"}
+
+
+def plot_report(report: dict, out: Path) -> list[Path]:
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise missing_extra("matplotlib", "plot") from exc
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    summary, model = report["summary"], report["model"]
+    scenarios = list(summary["scenarios"])
+    paths = []
+
+    fig, ax = plt.subplots(figsize=(2.8 + 1.2 * len(scenarios), 3.2))
+    values = [100 * (summary["scenarios"][s]["pass@1"] or 0) for s in scenarios]
+    bars = ax.bar(scenarios, values, color=COLORS["pass"])
+    ax.bar_label(bars, fmt="%.1f")
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("pass@1 (%)")
+    ax.set_title(f"{model}: pass@1 per scenario")
+    fig.tight_layout()
+    paths.append(out / "pass_at_1.png")
+    fig.savefig(paths[-1], dpi=120)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(4.0 + 1.2 * len(scenarios), 3.2))
+    bottom = [0.0] * len(scenarios)
+    for status in STATUSES:
+        counts = [summary["scenarios"][s]["statuses"][status] for s in scenarios]
+        totals = [max(1, sum(summary["scenarios"][s]["statuses"].values())) for s in scenarios]
+        shares = [100 * c / t for c, t in zip(counts, totals)]
+        ax.bar(scenarios, shares, bottom=bottom, color=COLORS[status], label=status)
+        bottom = [b + v for b, v in zip(bottom, shares)]
+    ax.set_ylabel("share of samples (%)")
+    ax.set_title(f"{model}: outcome of each sample")
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1, 0.5))
+    fig.tight_layout()
+    paths.append(out / "error_types.png")
+    fig.savefig(paths[-1], dpi=120)
+    plt.close(fig)
+    return paths

@@ -1,0 +1,85 @@
+"""A scripted OpenAI-compatible chat server on loopback, for tests, benchmarks and offline demos.
+
+`ScriptedServer(reply=fn, delay_s=0.2)` answers POST /v1/chat/completions in a thread per request. `fn(body)`
+returns the reply text, or an int HTTP status to fail with (429, 500, ...). Every request body is recorded.
+It binds 127.0.0.1 on a free port and never touches the network beyond loopback.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+
+
+class ScriptedServer:
+    def __init__(self, reply: Callable[[dict], str | int], delay_s: float = 0.0):
+        self.reply = reply
+        self.delay_s = delay_s
+        self.requests: list[dict] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - http.server's naming
+                length = int(self.headers.get("content-length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with server._lock:
+                    server.requests.append(body)
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    if server.delay_s:
+                        time.sleep(server.delay_s)
+                    answer = server.reply(body)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+                if isinstance(answer, int):
+                    self._send(answer, {"error": {"message": f"scripted {answer}", "type": "scripted"}},
+                               {"retry-after": "0"})
+                    return
+                self._send(200, {
+                    "id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion", "created": 0,
+                    "model": body.get("model", "scripted"),
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": answer}}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                })
+
+            def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):  # quiet
+                pass
+
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 512  # the default backlog of 5 drops concurrent connects (1 s SYN retries)
+            daemon_threads = True
+
+        self.httpd = Server(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> "ScriptedServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def count(self) -> int:
+        with self._lock:
+            return len(self.requests)

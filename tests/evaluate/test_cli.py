@@ -1,0 +1,270 @@
+"""`python -m evaluate` as users run it: exit codes, the printed table, results.json, and dataset checks.
+
+The truth about a dataset folder (its task ids and reference programs) is read here straight from the shards its
+MANIFEST.json lists, never through the loader under test. Each command gets this module's own Hugging Face
+datasets cache, so a folder loaded on this machine before cannot stand in for the one under test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from evaluate.data import content_hash, file_sha256
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def hf_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("hf-datasets-cache")
+
+
+def evaluate(*args: str, hf_cache: Path, cwd: Path | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_DATASETS_CACHE=str(hf_cache))
+    return subprocess.run(
+        [sys.executable, "-m", "evaluate", *args],
+        cwd=cwd or ROOT, env=env, capture_output=True, text=True, timeout=timeout,
+    )
+
+
+def report_path(proc: subprocess.CompletedProcess) -> Path:
+    match = re.search(r"^wrote (\S+results\.json)$", proc.stdout, re.M)
+    assert match, proc.stdout
+    return Path(match.group(1))
+
+
+def written(proc: subprocess.CompletedProcess) -> dict:
+    return json.loads(report_path(proc).read_text())
+
+
+def write_samples(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def shard_rows(folder: Path) -> list[dict]:
+    manifest = json.loads((folder / "MANIFEST.json").read_text())
+    rows = []
+    for rel in sorted(manifest["files"]):
+        rows += pq.read_table(folder / rel, columns=["task_id", "scenario", "reference_program"]).to_pylist()
+    return rows
+
+
+@pytest.fixture(scope="module")
+def manifest(small_dataset):
+    return json.loads((Path(small_dataset) / "MANIFEST.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def rows(small_dataset, manifest):
+    rows = shard_rows(Path(small_dataset))
+    assert len(rows) == sum(manifest["counts"].values())
+    return rows
+
+
+@pytest.fixture(scope="module")
+def reference_run(small_dataset, tmp_path_factory, hf_cache):
+    out = tmp_path_factory.mktemp("results")
+    args = ("--model", "reference", "--dataset", str(small_dataset), "--out", str(out), "--workers", "2")
+    return evaluate(*args, hf_cache=hf_cache), out, args
+
+
+def test_reference_model_scores_100_percent(reference_run, rows, manifest):
+    proc, out, _ = reference_run
+    assert proc.returncode == 0, proc.stderr
+    assert "100.0%" in proc.stdout
+    table = proc.stdout.splitlines()
+    assert table[0].split()[:3] == ["scenario", "tasks", "pass@1"]
+    assert any(line.split()[:3] == ["overall", str(len(rows)), "100.0%"] for line in table)
+
+    assert report_path(proc).is_relative_to(out)
+    report = written(proc)
+    assert report["model"] == "reference"
+    assert report["dataset"]["content_hash"] == manifest["content_hash"]
+    assert report["dataset"]["tasks"] == len(rows)
+    samples = report["samples"]
+    assert sorted(s["task_id"] for s in samples) == sorted(r["task_id"] for r in rows)
+    assert {s["status"] for s in samples} == {"pass"}
+    assert all(s["cases"] and all(c["status"] == "pass" for c in s["cases"]) for s in samples)
+    assert report["summary"]["overall"]["pass@1"] == 1.0
+    assert report["summary"]["scenarios"]["tensor"]["pass@1"] == 1.0
+    assert report["summary"]["overall"]["statuses"]["pass"] == len(rows)
+
+
+def test_reference_run_keeps_its_generations(reference_run, rows):
+    proc, _, _ = reference_run
+    lines = (report_path(proc).parent / "generations.jsonl").read_text().splitlines()
+    generations = [json.loads(line) for line in lines]
+    assert sorted(g["task_id"] for g in generations) == sorted(r["task_id"] for r in rows)
+    by_id = {r["task_id"]: r for r in rows}
+    for g in generations:
+        assert by_id[g["task_id"]]["reference_program"].strip() in g["reply"]
+
+
+def test_rerun_resumes_from_the_generations(reference_run, rows, hf_cache):
+    proc, _, args = reference_run
+    before = (report_path(proc).parent / "generations.jsonl").read_text()
+    again = evaluate(*args, hf_cache=hf_cache)
+    assert again.returncode == 0, again.stderr
+    assert "resuming" in again.stdout
+    assert (report_path(again).parent / "generations.jsonl").read_text() == before  # nothing generated twice
+    assert written(again)["summary"]["overall"]["pass@1"] == 1.0
+
+
+def test_samples_that_return_none_score_zero(small_dataset, rows, tmp_path, hf_cache):
+    samples = write_samples(tmp_path / "nothing.jsonl", [{"task_id": r["task_id"], "code": "RESULT = None\n"} for r in rows])
+    proc = evaluate("--samples", str(samples), "--dataset", str(small_dataset), "--out", str(tmp_path / "out"),
+                    "--workers", "2", hf_cache=hf_cache)
+    assert proc.returncode == 0, proc.stderr
+    assert "0.0%" in proc.stdout and "100.0%" not in proc.stdout
+    report = written(proc)
+    assert report["model"] == "nothing"  # named after the samples file
+    assert report["summary"]["overall"]["pass@1"] == 0.0
+    assert len(report["samples"]) == len(rows)
+    assert {s["status"] for s in report["samples"]} == {"result_error"}
+    assert report["summary"]["overall"]["statuses"]["result_error"] == len(rows)
+
+
+def test_several_samples_per_task_give_pass_at_k(small_dataset, rows, tmp_path, hf_cache):
+    n = 5
+    lines = []
+    for r in rows:
+        # samples 1 and 3 are right: pass@1 = 2/5 and pass@5 = 1 for every task
+        for s in range(n):
+            lines.append({"task_id": r["task_id"], "code": r["reference_program"] if s in (1, 3) else "RESULT = None\n"})
+    samples = write_samples(tmp_path / "five.jsonl", lines)
+    proc = evaluate("--samples", str(samples), "--dataset", str(small_dataset), "--out", str(tmp_path / "out"),
+                    "--workers", "2", hf_cache=hf_cache)
+    assert proc.returncode == 0, proc.stderr
+    header = proc.stdout.splitlines()[0].split()
+    assert "pass@1" in header and "pass@5" in header and "pass@10" not in header
+    assert "40.0%" in proc.stdout
+
+    report = written(proc)
+    assert report["sampling"]["n_samples"] == n
+    overall = report["summary"]["overall"]
+    assert overall["pass@1"] == pytest.approx(0.4)
+    assert overall["pass@5"] == pytest.approx(1.0)
+    assert "pass@10" not in overall
+    per_task: dict[str, list] = {}
+    for s in report["samples"]:
+        per_task.setdefault(s["task_id"], []).append(s)
+    assert set(per_task) == {r["task_id"] for r in rows}
+    for task_samples in per_task.values():
+        assert [s["sample"] for s in task_samples] == list(range(n))
+        assert [s["status"] for s in task_samples] == ["result_error", "pass", "result_error", "pass", "result_error"]
+
+
+def test_unknown_task_id_in_samples(small_dataset, rows, tmp_path, hf_cache):
+    samples = write_samples(tmp_path / "bad.jsonl", [
+        {"task_id": rows[0]["task_id"], "code": "RESULT = None\n"},
+        {"task_id": "tensor-9999", "code": "RESULT = None\n"},
+    ])
+    proc = evaluate("--samples", str(samples), "--dataset", str(small_dataset), "--out", str(tmp_path / "out"),
+                    hf_cache=hf_cache)
+    assert proc.returncode == 2
+    assert "tensor-9999" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_missing_dataset_folder_says_how_to_build_one(tmp_path, hf_cache):
+    proc = evaluate("--model", "reference", "--dataset", "no-such-stateeval", "--out", str(tmp_path / "out"),
+                    cwd=tmp_path, hf_cache=hf_cache)
+    assert proc.returncode == 2
+    assert "no-such-stateeval" in proc.stderr
+    assert "python -m builder" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("form", ["relative", "absolute"])
+def test_missing_dataset_path_says_how_to_build_one(tmp_path, hf_cache, form):
+    dataset = "./no-such-stateeval" if form == "relative" else str(tmp_path / "no-such-stateeval")
+    proc = evaluate("--model", "reference", "--dataset", dataset, "--out", str(tmp_path / "out"), cwd=tmp_path,
+                    hf_cache=hf_cache, timeout=120)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "python -m builder" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_corrupted_shard_is_named(small_dataset, tmp_path, hf_cache):
+    copy = tmp_path / "stateeval"
+    shutil.copytree(small_dataset, copy)
+    shards = sorted((copy / "data").glob("*.parquet"))
+    assert shards
+    shard = shards[0]
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    shard.write_bytes(bytes(data))
+
+    proc = evaluate("--model", "reference", "--dataset", str(copy), "--out", str(tmp_path / "out"), hf_cache=hf_cache)
+    assert proc.returncode == 2
+    assert shard.name in proc.stderr
+    assert "MANIFEST.json" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_missing_shard_is_named(small_dataset, tmp_path, hf_cache):
+    copy = tmp_path / "stateeval"
+    shutil.copytree(small_dataset, copy)
+    shard = sorted((copy / "data").glob("*.parquet"))[0]
+    shard.unlink()
+    proc = evaluate("--model", "reference", "--dataset", str(copy), "--out", str(tmp_path / "out"), hf_cache=hf_cache)
+    assert proc.returncode == 2
+    assert shard.name in proc.stderr and "MANIFEST.json" in proc.stderr
+
+
+def test_unknown_scenario_split(small_dataset, tmp_path, hf_cache):
+    proc = evaluate("--model", "reference", "--dataset", str(small_dataset), "--scenario", "voyage",
+                    "--out", str(tmp_path / "out"), hf_cache=hf_cache)
+    assert proc.returncode == 2
+    assert "voyage" in proc.stderr and "tensor" in proc.stderr
+
+
+def _subset_dataset(source: Path, dest: Path, keep: int) -> list[str]:
+    """A valid dataset folder holding the first `keep` rows of `source` (shard, hashes and counts rewritten)."""
+    shutil.copytree(source, dest)
+    manifest = json.loads((dest / "MANIFEST.json").read_text())
+    (rel,) = manifest["files"]
+    table = pq.read_table(dest / rel)
+    table = table.slice(0, keep)
+    pq.write_table(table, dest / rel)
+    manifest["files"] = {rel: file_sha256(dest / rel)}
+    manifest["content_hash"] = content_hash(manifest["files"])
+    manifest["counts"] = {"tensor": keep}
+    (dest / "MANIFEST.json").write_text(json.dumps(manifest, indent=2))
+    return table.column("task_id").to_pylist()
+
+
+def test_two_dataset_folders_with_the_same_name_are_not_confused(small_dataset, tmp_path):
+    cache = tmp_path / "hf-cache"  # one user's machine: a single datasets cache
+    full, part = tmp_path / "a" / "stateeval", tmp_path / "b" / "stateeval"
+    shutil.copytree(small_dataset, full)
+    kept = _subset_dataset(Path(small_dataset), part, keep=3)
+    reports = []
+    for folder in (full, part):
+        proc = evaluate("--model", "reference", "--dataset", str(folder), "--out", str(tmp_path / folder.parent.name),
+                        "--workers", "2", hf_cache=cache)
+        assert proc.returncode == 0, proc.stderr
+        reports.append(written(proc))
+    report = reports[1]
+    assert report["dataset"]["content_hash"] == json.loads((part / "MANIFEST.json").read_text())["content_hash"]
+    assert sorted(s["task_id"] for s in report["samples"]) == sorted(kept)
+    assert report["dataset"]["tasks"] == 3
+
+
+def test_help(hf_cache):
+    proc = evaluate("--help", hf_cache=hf_cache)
+    assert proc.returncode == 0
+    for option in ("--model", "--dataset", "--samples", "--n-samples", "--out", "--revision", "--scenario"):
+        assert option in proc.stdout

@@ -1,0 +1,257 @@
+"""Model backends: alias resolution, the openai backend against a real local HTTP server, resume after a kill,
+vLLM up to its import boundary, and the offline SmolLM2 path end to end (slow)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import types
+from pathlib import Path
+
+import pytest
+
+from evaluate.models import ALIASES, BackendError, Request, Sampling, UnknownModel, get_backend, resolve
+from evaluate.models.hf_local import locate
+from evaluate.models.openai_api import OpenAIBackend
+from evaluate.prompts import build_messages
+from evaluate.testing import ScriptedServer
+
+ROOT = Path(__file__).resolve().parents[2]
+FENCED = "```python\nRESULT = []\n```"
+
+
+def _requests(n: int) -> list[Request]:
+    return [Request(f"t-{i}", 0, [{"role": "user", "content": f"task {i}"}]) for i in range(n)]
+
+
+def _collect(backend, requests, sampling=Sampling()):
+    got = {}
+    backend.generate(requests, sampling, lambda r, reply: got.__setitem__(r.task_id, reply))
+    return got
+
+
+# ----------------------------------------------------------------------------------------------- aliases
+
+
+def test_alias_table_names_the_documented_models():
+    assert resolve("qwen", None) == ("Qwen/Qwen2.5-Coder-32B-Instruct", "vllm", ALIASES["qwen"])
+    assert resolve("gpt-4.1-nano", None)[1] == "openai"
+    assert resolve("smollm2", None)[1] == "hf"
+    for name in ("llama4-scout", "gpt-4.1", "gemini-2.5-flash", "reference"):
+        assert name in ALIASES
+
+
+def test_unknown_alias_without_backend_lists_the_known_ones():
+    with pytest.raises(UnknownModel) as err:
+        resolve("my-model", None)
+    assert "qwen" in str(err.value) and "--backend" in str(err.value)
+
+
+def test_any_other_name_is_a_model_id_for_the_chosen_backend():
+    assert resolve("org/my-model", "openai")[:2] == ("org/my-model", "openai")
+    with pytest.raises(UnknownModel):
+        resolve("x", "tgi")
+
+
+def test_openai_backend_without_key_or_url_says_what_to_set(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(BackendError, match="OPENAI_API_KEY"):
+        get_backend("gpt-4.1")
+
+
+# ------------------------------------------------------------------------------------------ openai backend
+
+
+def test_openai_backend_sends_the_shared_prompt_and_returns_every_reply(small_tasks):
+    task = small_tasks[0]
+    with ScriptedServer(lambda body: f"reply to {body['messages'][-1]['content'][-20:]}") as server:
+        backend = OpenAIBackend("scripted-model", base_url=server.base_url)
+        request = Request(task["task_id"], 0, build_messages(task), task)
+        got = _collect(backend, [request], Sampling(temperature=0.5, max_new_tokens=77, seed=3))
+    body = server.requests[0]
+    assert body["messages"] == build_messages(task)
+    assert body["model"] == "scripted-model"
+    assert body["temperature"] == 0.5 and body["max_tokens"] == 77 and body["seed"] == 3
+    assert got[task["task_id"]].startswith("reply to")
+
+
+def test_openai_backend_bounds_concurrency_and_answers_all():
+    with ScriptedServer(lambda body: FENCED, delay_s=0.05) as server:
+        got = _collect(OpenAIBackend("m", base_url=server.base_url, concurrency=4), _requests(20))
+    assert len(got) == 20
+    assert 1 < server.max_in_flight <= 4
+
+
+def test_openai_backend_retries_429_and_5xx_then_succeeds():
+    failures = {"t-0": [429, 503], "t-1": [500]}
+
+    def reply(body):
+        tid = body["messages"][0]["content"].replace("task ", "t-")
+        queue = failures.get(tid)
+        return queue.pop(0) if queue else FENCED
+
+    with ScriptedServer(reply) as server:
+        got = _collect(OpenAIBackend("m", base_url=server.base_url, backoff_s=0.01), _requests(3))
+    assert got == {"t-0": FENCED, "t-1": FENCED, "t-2": FENCED}
+    assert server.count() == 3 + 3  # two retries for t-0, one for t-1
+
+
+def test_openai_backend_does_not_retry_a_client_error():
+    with ScriptedServer(lambda body: 400) as server:
+        with pytest.raises(BackendError, match="HTTP 400"):
+            _collect(OpenAIBackend("m", base_url=server.base_url, backoff_s=0.01), _requests(1))
+    assert server.count() == 1
+
+
+def test_openai_backend_gives_up_after_max_attempts():
+    with ScriptedServer(lambda body: 502) as server:
+        with pytest.raises(BackendError, match="giving up after 3 attempts"):
+            _collect(OpenAIBackend("m", base_url=server.base_url, backoff_s=0.01, max_attempts=3), _requests(1))
+    assert server.count() == 3
+
+
+# ------------------------------------------------------------------------------------- resume after a kill
+
+
+def _evaluate(args, **kw):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OPENAI_API_KEY="sk-test")
+    return subprocess.Popen([sys.executable, "-m", "evaluate", *args], env=env, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+
+
+def test_a_killed_run_resumes_and_loses_at_most_its_in_flight_requests(small_dataset, small_tasks, tmp_path):
+    n_tasks = len(small_tasks)
+    reference = {t["instruction"]: t["reference_program"] for t in small_tasks}
+
+    def reply(body):  # answers with the reference, so the resumed run must score 100%
+        user = body["messages"][-1]["content"]
+        return next(f"```python\n{code}```" for instr, code in reference.items() if instr.strip() in user)
+
+    args = ["--model", "scripted", "--backend", "openai", "--dataset", str(small_dataset), "--out", str(tmp_path),
+            "--concurrency", "2"]
+    cache = tmp_path / "scripted" / "local" / "generations.jsonl"
+    with ScriptedServer(reply, delay_s=0.3) as server:
+        args += ["--base-url", server.base_url]
+        proc = _evaluate(args)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if cache.is_file() and len(cache.read_text().splitlines()) >= 3:
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        done = len(cache.read_text().splitlines())
+        assert 3 <= done < n_tasks
+        sent_before = server.count()
+
+        second = _evaluate(args)
+        out, _ = second.communicate(timeout=300)
+    assert second.returncode == 0, out
+    assert f"resuming: {done} of {n_tasks}" in out
+    # Only the requests without a cached reply were sent again; the kill lost at most the 2 in flight.
+    assert server.count() - sent_before == n_tasks - done
+    assert sent_before <= done + 2
+    results = json.loads((tmp_path / "scripted" / "local" / "results.json").read_text())
+    assert results["summary"]["overall"]["pass@1"] == 1.0
+
+
+def test_a_changed_prompt_is_not_served_from_the_cache(small_dataset, tmp_path):
+    from evaluate.run import EvalConfig, generate
+    from evaluate.data import load_tasks
+
+    tasks, _ = load_tasks(str(small_dataset))
+    tasks = tasks[:2]
+    with ScriptedServer(lambda body: FENCED) as server:
+        config = EvalConfig(model="m", backend="openai", dataset=str(small_dataset), out=str(tmp_path),
+                            backend_options={"base_url": server.base_url})
+        generate(config, tasks)
+        generate(config, tasks)
+        assert server.count() == 2  # the second run was served from the cache
+        tasks[0] = dict(tasks[0], instruction=tasks[0]["instruction"] + " Please.")
+        generate(config, tasks)
+        assert server.count() == 3
+
+
+# ------------------------------------------------------------------------------------------------- vLLM
+
+
+def test_vllm_missing_extra_names_the_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "vllm", None)  # import vllm -> ImportError
+    with pytest.raises(BackendError, match=r"pip install 'stateeval\[vllm\]'"):
+        get_backend("qwen").prepare()
+
+
+def test_vllm_without_a_gpu_says_so_in_one_line(monkeypatch):
+    import torch
+
+    monkeypatch.setitem(sys.modules, "vllm", types.ModuleType("vllm"))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(BackendError) as err:
+        get_backend("qwen").prepare()
+    assert "needs a CUDA GPU" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_vllm_gets_every_prompt_in_one_batched_chat_call(monkeypatch, small_tasks):
+    import torch
+
+    calls = {}
+
+    class FakeLLM:
+        def __init__(self, **kwargs):
+            calls["engine"] = kwargs
+
+        def chat(self, messages, params, use_tqdm=True):
+            calls.setdefault("chat", []).append((messages, params))
+            out = types.SimpleNamespace(text=FENCED)
+            return [types.SimpleNamespace(outputs=[out]) for _ in messages]
+
+    fake = types.ModuleType("vllm")
+    fake.LLM = FakeLLM
+    fake.SamplingParams = lambda **kw: kw
+    monkeypatch.setitem(sys.modules, "vllm", fake)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    backend = get_backend("qwen", tensor_parallel_size=2, max_model_len=8192, gpu_memory_utilization=0.8)
+    requests = [Request(t["task_id"], 0, build_messages(t), t) for t in small_tasks[:3]]
+    got = _collect(backend, requests, Sampling(temperature=0.2, max_new_tokens=99, seed=5))
+    assert calls["engine"] == {"model": "Qwen/Qwen2.5-Coder-32B-Instruct", "tensor_parallel_size": 2,
+                               "gpu_memory_utilization": 0.8, "max_model_len": 8192}
+    assert len(calls["chat"]) == 1
+    messages, params = calls["chat"][0]
+    assert messages == [build_messages(t) for t in small_tasks[:3]]  # the same prompt as every other backend
+    assert params[0] == {"temperature": 0.2, "top_p": 1.0, "max_tokens": 99, "seed": 5}
+    assert set(got) == {t["task_id"] for t in small_tasks[:3]}
+
+
+# --------------------------------------------------------------------------------------------------- hf
+
+
+def test_hf_locates_gguf_files_in_all_accepted_forms(tmp_path):
+    f = tmp_path / "m.gguf"
+    f.write_bytes(b"GGUF")
+    assert locate(str(f)) == (str(tmp_path), "m.gguf")
+    assert locate("org/model") == ("org/model", None)
+    with pytest.raises(BackendError, match="not installed"):
+        locate("no_such_pkg_xyz:model.gguf")
+    with pytest.raises(BackendError, match="not found"):
+        locate(str(tmp_path / "missing.gguf"))
+
+
+@pytest.mark.slow
+def test_smollm2_end_to_end_build_prompt_generate_sandbox_score(small_dataset, tmp_path):
+    """The offline GGUF model through the real hf backend; it will not solve tasks, but every step must run."""
+    pytest.importorskip("transformers", reason="the hf extra is not installed (pip install 'stateeval[hf]')")
+    from evaluate.run import EvalConfig, run
+
+    config = EvalConfig(model="smollm2", dataset=str(small_dataset), out=str(tmp_path), limit=2,
+                        sampling=Sampling(max_new_tokens=48))
+    report = run(config)
+    assert report["backend"] == "hf"
+    assert report["summary"]["overall"]["tasks"] == 2
+    statuses = {s["status"] for s in report["samples"]}
+    assert statuses <= {"pass", "syntax_error", "execution_error", "result_error", "timeout", "no_code"}
+    lines = (tmp_path / "smollm2" / "local" / "generations.jsonl").read_text().splitlines()
+    assert len(lines) == 2 and all(json.loads(x)["reply"] is not None for x in lines)
