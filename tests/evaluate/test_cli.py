@@ -268,3 +268,13 @@ def test_help(hf_cache):
     assert proc.returncode == 0
     for option in ("--model", "--dataset", "--samples", "--n-samples", "--out", "--revision", "--scenario"):
         assert option in proc.stdout
+
+
+def test_plot_writes_the_two_figures(small_dataset, tmp_path, hf_cache):
+    proc = evaluate("--model", "reference", "--dataset", str(small_dataset), "--out", str(tmp_path), "--plot",
+                    hf_cache=hf_cache)
+    assert proc.returncode == 0, proc.stderr
+    for name in ("pass_at_1.png", "error_types.png"):
+        png = tmp_path / "reference" / "local" / name
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 2000
+        assert str(png) in proc.stdout
