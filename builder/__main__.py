@@ -3,6 +3,10 @@
 Examples:
   python -m builder --scenarios tensor --n 60 --seed 0 --out stateeval
   python -m builder --scenarios tensor --n 60 --seed 1 --no-coverage --out ablation
+  python -m builder --translator openai:gpt-4.1-mini --out stateeval        # LLM agents (OPENAI_API_KEY)
+  python -m builder --translator openai:my-model --base-url http://localhost:8000/v1   # e.g. vllm serve
+  python -m builder --fresh --against stateeval --out stateeval-fresh   # or --against ORG/stateeval@v1.0.0
+  python -m builder publish --dir stateeval --repo ORG/stateeval --version v1.0.0 --dry-run   # see --help
 """
 
 from __future__ import annotations
@@ -34,7 +38,13 @@ def parse_args(argv: list[str] | None = None) -> BuildConfig:
     p.add_argument("--seed", type=int, default=d.seed, help="build seed; a new seed gives a fresh split (default 0)")
     p.add_argument("--out", default=d.out, help=f"output folder (default {d.out}); an earlier build there is replaced")
     p.add_argument("--translator", default=d.translator,
-                   help="how programs become instructions: 'template' (offline, default)")
+                   help="how programs become instructions: 'template' (offline, default), or generator + "
+                        "evaluator agents on a model: openai:MODEL, vllm:MODEL, hf:PATH (e.g. hf:smollm2)")
+    p.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint for an openai: translator")
+    p.add_argument("--max-rounds", type=int, default=d.max_rounds,
+                   help=f"generator/evaluator rounds before a task is dropped (default {d.max_rounds})")
+    p.add_argument("--concurrency", type=int, default=d.concurrency,
+                   help=f"translation requests in flight for an openai: translator (default {d.concurrency})")
     p.add_argument("--workers", type=int, default=None, help="sandbox workers for oracle capture (default: cores)")
     p.add_argument("--calls", type=int, default=d.calls_per_path, dest="calls_per_path",
                    help=f"API calls on every path through a program (default {d.calls_per_path})")
@@ -46,6 +56,15 @@ def parse_args(argv: list[str] | None = None) -> BuildConfig:
                    "pass a release's date to reproduce it byte for byte")
     p.add_argument("--timeout", type=float, default=d.timeout_s, dest="timeout_s",
                    help=f"seconds per test case when capturing oracles (default {d.timeout_s})")
+    f = p.add_argument_group("fresh split (no task repeats a previous release; see builder/fresh.py)")
+    f.add_argument("--fresh", action="store_true",
+                   help="use a seed no --against release used and today's date, and drop every task whose program, "
+                        "call sequence or instruction 13-grams overlap those releases")
+    f.add_argument("--against", action="append", default=[], metavar="PREVIOUS",
+                   help="a previous release: a dataset folder or ORG/NAME@vX.Y.Z (repeat for several)")
+    f.add_argument("--ngram-share", type=float, default=d.ngram_share,
+                   help="drop a task when at least this share of its instruction 13-grams occurs in a previous "
+                        f"release; 0 = any shared 13-gram (default {d.ngram_share})")
     a = p.parse_args(argv)
     names = [s.strip() for s in a.scenarios.split(",") if s.strip()]
     unknown = [s for s in names if s not in scenario_names()]
@@ -54,14 +73,21 @@ def parse_args(argv: list[str] | None = None) -> BuildConfig:
     try:
         return BuildConfig(
             scenarios=names, n=a.n, seed=a.seed, out=a.out, translator=a.translator, workers=a.workers,
+            base_url=a.base_url, max_rounds=a.max_rounds, concurrency=a.concurrency,
             calls_per_path=a.calls_per_path, branch_probability=a.branch_probability, coverage=a.coverage,
             created_at=a.created_at, timeout_s=a.timeout_s,
+            fresh=a.fresh, against=a.against, ngram_share=a.ngram_share,
         )
     except ValueError as exc:
         p.error(str(exc))
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["publish"]:
+        from builder.publish import main as publish_main
+
+        return publish_main(argv[1:])
     config = parse_args(argv)
     from builder.dataset import DatasetError
     from builder.pipeline import build
@@ -78,6 +104,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  dropped {count}: {reason}")
     print(f"wrote {config.out} in {report['seconds']} s (content hash {report['manifest']['content_hash'][:12]})")
     print(json.dumps(report["statistics"], indent=None))
+    if "fresh" in report:
+        from builder.fresh import describe
+
+        print(describe(report["fresh"], config.created_at))
     return 0
 
 

@@ -14,13 +14,21 @@ class BuildConfig:
     n: int = 60  # programs fuzzed per scenario (tasks kept are at most this many)
     seed: int = 0
     out: str = "stateeval"
-    translator: str = "template"
+    translator: str = "template"  # or openai:MODEL, vllm:MODEL, hf:PATH (generator + evaluator agents)
+    base_url: str | None = None  # OpenAI-compatible endpoint for an openai: translator
+    max_rounds: int = 3  # generator/evaluator negotiation rounds before a task is dropped
+    concurrency: int = 32  # translation requests in flight (openai: translators)
     workers: int | None = None  # sandbox workers for oracle capture; None = one per core
     calls_per_path: int = 5  # API calls on every path through a program (the paper uses 5)
     branch_probability: float = 0.5
     coverage: bool = True  # coverage-guided sampling (False: the paper's uniform ablation)
     created_at: str = ""  # YYYY-MM-DD stamped on every task; empty = today (UTC)
     timeout_s: float = 10.0  # per test case when capturing oracles
+    # Fresh splits (builder/fresh.py): releases whose tasks this build must not repeat (folders or ORG/NAME@vX.Y.Z)
+    fresh: bool = False  # a new seed, today's date, and the overlap filter against `against`
+    against: list[str] = field(default_factory=list)
+    avoid_seeds: list[int] = field(default_factory=list)  # seeds of those releases' lineage (filled by the build)
+    ngram_share: float = 0.5  # drop a task when this share of its instruction 13-grams is in a previous release
 
     def __post_init__(self) -> None:
         if not self.created_at:
@@ -30,8 +38,18 @@ class BuildConfig:
             raise ValueError("--n must be at least 1")
         if self.calls_per_path < 2:
             raise ValueError("--calls must be at least 2 (a branch needs a call before and after it)")
+        if self.max_rounds < 1:
+            raise ValueError("--max-rounds must be at least 1")
+        if self.translator != "template":
+            from builder.agents import parse_spec
+
+            parse_spec(self.translator)  # a clear ValueError for a malformed spec, before any work
         if not 0 <= self.branch_probability <= 1:
             raise ValueError("--branch-probability must be between 0 and 1")
+        if self.fresh != bool(self.against):
+            raise ValueError("--fresh and --against go together: --fresh --against PREVIOUS (a folder or ORG/NAME@vX.Y.Z)")
+        if not 0 <= self.ngram_share <= 1:
+            raise ValueError("--ngram-share must be between 0 and 1 (0: any shared 13-gram is an overlap)")
 
     def to_dict(self) -> dict:
         return asdict(self)

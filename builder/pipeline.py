@@ -8,7 +8,9 @@ the slow part, runs every test case of every task through the sandbox's warm wor
 
 from __future__ import annotations
 
+import ast
 import random
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -22,7 +24,8 @@ from builder.config import BuildConfig
 from builder.dataset import check_out, write_dataset
 from builder.fuzz import CoverageRecorder, NoValidCall
 from builder.program import Program, generate_program
-from builder.translate import TemplateTranslator
+from builder.agents import AgentTranslator
+from builder.translate import VARIANTS, TemplateTranslator
 from evaluate.sandbox import Job, Limits, Sandbox
 from scenarios import get_scenario
 from scenarios.base import canonical_json
@@ -33,8 +36,14 @@ class Draft:
     task_id: str
     scenario: str
     program: Program
-    instruction: str = ""
+    index: int = 0  # the program's number in its scenario (the task id's digits)
+    instructions: dict[str, str] = field(default_factory=dict)  # variant -> instruction
+    translation: dict = field(default_factory=dict)  # per variant: rounds and verdict
     cases: list[dict] = field(default_factory=list)
+
+    @property
+    def instruction(self) -> str:
+        return self.instructions.get("precise", "")
 
 
 def rng_for(config: BuildConfig, scenario: str, index: int, purpose: str) -> random.Random:
@@ -42,13 +51,19 @@ def rng_for(config: BuildConfig, scenario: str, index: int, purpose: str) -> ran
     return random.Random(f"stateeval/{config.seed}/{scenario}/{index}/{purpose}")
 
 
-def get_translator(spec: str):
-    if spec == "template":
+def get_translator(config: BuildConfig):
+    if config.translator == "template":
         return TemplateTranslator()
-    raise ValueError(
-        f"unknown translator {spec!r}; this version has the offline 'template' translator "
-        "(LLM translators openai:MODEL, vllm:MODEL and hf:PATH come with the translation agents)"
-    )
+    cache = translation_cache(config)
+    return AgentTranslator(config.translator, cache, max_rounds=config.max_rounds, base_url=config.base_url,
+                           concurrency=config.concurrency)
+
+
+def translation_cache(config: BuildConfig) -> Path:
+    """Beside the output folder (which is replaced atomically), so a crashed or repeated build reuses replies."""
+    out = Path(config.out)
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "--", config.translator)
+    return out.parent / f".{out.name}-cache" / f"translate-{safe}.jsonl"
 
 
 def make_cases(program: Program) -> list[dict]:
@@ -75,7 +90,6 @@ def make_cases(program: Program) -> list[dict]:
 def fuzz(config: BuildConfig, scenario_name: str, rejections: Counter) -> tuple[list[Draft], list[float]]:
     scenario = get_scenario(scenario_name)
     recorder = CoverageRecorder()
-    translator = get_translator(config.translator)
     api_names = [a.name for a in scenario.apis]
     drafts, curve, seen = [], [], set()
     for i in tqdm(range(config.n), desc=f"fuzz {scenario_name}", unit="task", dynamic_ncols=True):
@@ -98,10 +112,72 @@ def fuzz(config: BuildConfig, scenario_name: str, rejections: Counter) -> tuple[
         if min(len(p) for p in program.paths()) < config.calls_per_path:
             rejections[f"{scenario_name}: too few API calls"] += 1
             continue
-        draft = Draft(f"{scenario_name}-{i:04d}", scenario_name, program, cases=cases)
-        draft.instruction = translator.translate(program, rng_for(config, scenario_name, i, "translate"))
-        drafts.append(draft)
+        drafts.append(Draft(f"{scenario_name}-{i:04d}", scenario_name, program, index=i, cases=cases))
     return drafts, curve
+
+
+def translate(config: BuildConfig, drafts: list[Draft], rejections: Counter) -> list[Draft]:
+    """Both instruction variants for every draft; a task any variant of which is not accepted is dropped."""
+    translator = get_translator(config)
+    if isinstance(translator, TemplateTranslator):
+        for d in drafts:
+            for variant in VARIANTS:
+                purpose = "translate" if variant == "precise" else f"translate-{variant}"
+                d.instructions[variant] = translator.translate(
+                    d.program, rng_for(config, d.scenario, d.index, purpose), variant)
+                d.translation[variant] = {"rounds": 0, "verdict": "template"}
+        return drafts
+    results = translator.translate_all(
+        [(d.task_id, d.cases[0]["setup_code"], d.program.reference_code()) for d in drafts], VARIANTS)
+    kept = []
+    for d in drafts:
+        failed = None
+        for variant in VARIANTS:
+            t = results[(d.task_id, variant)]
+            d.translation[variant] = {"rounds": t.rounds, "verdict": t.verdict}
+            d.instructions[variant] = t.instruction
+            if t.verdict != "OK" and failed is None:
+                failed = f"{d.scenario}: {variant} translation: {t.verdict}"
+        if failed:
+            rejections[failed] += 1
+        else:
+            kept.append(d)
+    return kept
+
+
+def leaked_values(setup_code: str, instruction: str) -> list[str]:
+    """Values written in the setup block that the instruction quotes (the paper's main reason for rejection).
+
+    Strings of four or more characters count, and numbers that cannot be mistaken for a dimension or an index
+    (non-integers, or integers of two digits or more). The arguments of the setup's loaders are variable names
+    and dict keys are field names: structure the instruction may name, not values.
+    """
+    found = []
+    tree = ast.parse(setup_code)
+    skip = {id(a) for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "").startswith("load_")
+            for a in n.args}
+    skip |= {id(k) for n in ast.walk(tree) if isinstance(n, ast.Dict) for k in n.keys if k is not None}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Constant) or id(node) in skip or isinstance(node.value, bool):
+            continue
+        v = node.value
+        if isinstance(v, str) and len(v.strip()) >= 4 and v in instruction:
+            found.append(v)
+        elif isinstance(v, (int, float)) and (v != int(v) or abs(v) >= 10):
+            if re.search(rf"(?<![\w.]){re.escape(repr(v))}(?![\w]|\.\d)", instruction):
+                found.append(repr(v))
+    return found
+
+
+def filter_leaks(drafts: list[Draft], rejections: Counter) -> list[Draft]:
+    kept = []
+    for d in drafts:
+        leaks = [x for text in d.instructions.values() for x in leaked_values(d.cases[0]["setup_code"], text)]
+        if leaks:
+            rejections[f"{d.scenario}: instruction quotes an initial value"] += 1
+        else:
+            kept.append(d)
+    return kept
 
 
 def capture_oracles(drafts: list[Draft], sandbox: Sandbox, rejections: Counter) -> list[Draft]:
@@ -142,6 +218,7 @@ def to_record(d: Draft, config: BuildConfig) -> dict:
         "task_id": d.task_id,
         "scenario": d.scenario,
         "instruction": d.instruction,
+        "instruction_vague": d.instructions["vague"],
         "setup_code": d.cases[0]["setup_code"],
         "api_doc": p.scenario.api_doc(),
         "reference_program": p.reference_code(),
@@ -156,6 +233,7 @@ def to_record(d: Draft, config: BuildConfig) -> dict:
         "created_at": config.created_at,
         "builder_version": __version__,
         "translator": config.translator,
+        "translation": {f"{v}_{k}": d.translation[v][k] for v in VARIANTS for k in ("rounds", "verdict")},
     }
 
 
@@ -177,6 +255,11 @@ def build(config: BuildConfig) -> dict:
     """Run the whole pipeline; return the build report (also written beside the dataset)."""
     started = time.perf_counter()
     check_out(Path(config.out))
+    fresh = None
+    if config.against:  # a fresh split: a seed no previous release used, and the overlap step below
+        from builder.fresh import prepare
+
+        fresh = prepare(config)
     rejections: Counter = Counter()
     records: dict[str, list[dict]] = {}
     stats, curves = {}, {}
@@ -184,6 +267,9 @@ def build(config: BuildConfig) -> dict:
     with Sandbox(config.workers, limits) as sandbox:
         for name in config.scenarios:
             drafts, curve = fuzz(config, name, rejections)
+            drafts = filter_leaks(translate(config, drafts, rejections), rejections)
+            if fresh:
+                drafts = fresh.drop_overlaps(drafts, rejections)
             kept = capture_oracles(drafts, sandbox, rejections)
             records[name] = [to_record(d, config) for d in kept]
             stats[name] = scenario_stats(records[name], curve)
@@ -196,6 +282,8 @@ def build(config: BuildConfig) -> dict:
         "coverage_curve": curves,
         "seconds": round(time.perf_counter() - started, 2),
     }
+    if fresh:
+        report["fresh"] = fresh.summary()
     info = {"seed": config.seed, "created_at": config.created_at, "config": config.to_dict()}
     report["manifest"] = write_dataset(Path(config.out), records, info, stats, report)
     return report

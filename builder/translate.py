@@ -38,10 +38,58 @@ def _sentence(text: str) -> str:
     return text[0].upper() + text[1:] + ("" if text.endswith(".") else ".")
 
 
+VARIANTS = ("precise", "vague")
+
+VAGUE_OPENERS = (
+    "Using {apis}, compute the following.",
+    "The job calls for {apis}.",
+    "Work with {apis} to get the result described here.",
+)
+VAGUE_RESULTS = (
+    "in the end, `RESULT` must be a list of {count}: {values}, in this order.",
+    "the expected outcome is `RESULT`, a list of {count}: {values} (in that order).",
+)
+
+
 class TemplateTranslator:
+    """Offline instructions in two variants: `precise` (every call, parameter and data flow) and `vague`
+    (the intent and the expected outcome only: which inputs and APIs, what RESULT must hold)."""
+
     name = NAME
 
-    def translate(self, program: Program, rng: random.Random) -> str:
+    def translate(self, program: Program, rng: random.Random, variant: str = "precise") -> str:
+        if variant == "vague":
+            return self._vague(program, rng)
+        return self._precise(program, rng)
+
+    def _vague(self, program: Program, rng: random.Random) -> str:
+        scenario = program.scenario
+        names = list(dict.fromkeys(c.api for c in program.all_calls))
+        apis = ", ".join(f"`{n}`" for n in names[:-1]) + (" and " if len(names) > 1 else "") + f"`{names[-1]}`"
+
+        def outcome(path: Path) -> str:
+            results = [path.state.vars[n] for n in path.result_vars(scenario)]
+            if not results:
+                return "`RESULT` must be an empty list."
+            if len(results) == 1:
+                return f"`RESULT` must be a list holding one value: {scenario.describe_value(results[0])}."
+            values = "; ".join(scenario.describe_value(v) for v in results)
+            count = f"{len(results)} value" + ("s" if len(results) > 1 else "")
+            return rng.choice(VAGUE_RESULTS).format(count=count, values=values)
+
+        lines = [scenario.describe_init(program.declarations()), rng.choice(VAGUE_OPENERS).format(apis=apis)]
+        if not program.orelse:
+            lines.append(_sentence(outcome(program.then)))
+            return "\n".join(lines)
+        var = program.prefix[-1].outputs[-1]
+        cond = program.condition.phrase.replace(COND, f"`{COND}`")
+        lines.append(f"First compute `{var}` with `{program.prefix[-1].api}`; what follows depends on whether {cond}.")
+        lines.append("If so: " + outcome(program.then))
+        lines.append("Otherwise: " + outcome(program.orelse))
+        lines.append(f"Use the name `{COND}` in the condition, not its current value.")
+        return "\n".join(lines)
+
+    def _precise(self, program: Program, rng: random.Random) -> str:
         scenario = program.scenario
         apis = {a.name: a for a in scenario.apis}
 

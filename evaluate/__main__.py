@@ -53,7 +53,12 @@ def parse_args(argv: list[str] | None = None) -> EvalConfig:
     t.add_argument("--dataset", default=d.dataset, help="dataset folder, or a Hub repo id (default: stateeval)")
     t.add_argument("--revision", default=None, help="dataset version (git tag on the Hub), e.g. v1.0.0")
     t.add_argument("--scenario", default=None, help="comma-separated scenarios to score (default: all splits)")
+    t.add_argument("--variant", choices=("precise", "vague"), default="precise",
+                   help="instruction shown to the model: precise (every call and parameter, default) or vague "
+                        "(intent and expected outcome; written to results_vague.json)")
     t.add_argument("--limit", type=int, default=None, help="score only the first N tasks")
+    t.add_argument("--since", default=None, metavar="YYYY-MM-DD",
+                   help="score only tasks created after this date (e.g. a model's training cut-off; fresh splits)")
     t.add_argument("--out", default=d.out, help="results root; a run writes <out>/<model>/<revision>/ (default results)")
     t.add_argument("--workers", type=int, default=None, help="sandbox workers (default: cores)")
     t.add_argument("--timeout", type=float, default=d.timeout_s, dest="timeout_s",
@@ -71,8 +76,8 @@ def parse_args(argv: list[str] | None = None) -> EvalConfig:
                "batch_size": a.batch_size}
     return EvalConfig(
         model=a.model, backend=a.backend, dataset=a.dataset, revision=a.revision, scenarios=scenarios,
-        n_samples=a.n_samples, samples=a.samples, out=a.out, limit=a.limit, workers=a.workers,
-        timeout_s=a.timeout_s, sampling=sampling, backend_options=options, plot=a.plot,
+        n_samples=a.n_samples, samples=a.samples, out=a.out, limit=a.limit, since=a.since, workers=a.workers,
+        timeout_s=a.timeout_s, sampling=sampling, backend_options=options, plot=a.plot, variant=a.variant,
     )
 
 

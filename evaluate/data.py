@@ -33,10 +33,18 @@ TEST_CASE = pa.struct([
     ("expected_state", pa.string()),  # canonical JSON (null for scenarios without side effects)
 ])
 
+TRANSLATION = pa.struct([  # how each variant was accepted: rounds of negotiation and the evaluator's verdict
+    ("precise_rounds", pa.int32()),
+    ("precise_verdict", pa.string()),  # "OK" from the evaluator agent, "template" for the offline translator
+    ("vague_rounds", pa.int32()),
+    ("vague_verdict", pa.string()),
+])
+
 SCHEMA = pa.schema([
     ("task_id", pa.string()),
     ("scenario", pa.string()),
-    ("instruction", pa.string()),
+    ("instruction", pa.string()),  # the precise variant: every call, parameter and data flow
+    ("instruction_vague", pa.string()),  # the vague variant: intent and expected outcome only
     ("setup_code", pa.string()),
     ("api_doc", pa.string()),
     ("reference_program", pa.string()),
@@ -51,6 +59,7 @@ SCHEMA = pa.schema([
     ("created_at", pa.string()),  # YYYY-MM-DD
     ("builder_version", pa.string()),
     ("translator", pa.string()),
+    ("translation", TRANSLATION),
 ])
 
 
@@ -154,3 +163,19 @@ def _looks_like_repo_id(name: str) -> bool:
     """ORG/NAME with no path syntax: anything else that does not exist is a missing folder, not a Hub repo."""
     parts = name.split("/")
     return len(parts) == 2 and all(parts) and not name.startswith((".", "~")) and "\\" not in name
+
+
+def created_after(tasks: list[dict], since: str) -> list[dict]:
+    """Tasks whose `created_at` is after `since` (YYYY-MM-DD): a fresh split's window, for models whose training
+    data may include every task published up to that date."""
+    import datetime as _dt
+
+    try:
+        since = _dt.date.fromisoformat(since).isoformat()
+    except (TypeError, ValueError) as exc:
+        raise DatasetError(f"--since {since!r} is not a date YYYY-MM-DD") from exc
+    kept = [t for t in tasks if (t.get("created_at") or "") > since]
+    if not kept:
+        dates = sorted({t.get("created_at") or "?" for t in tasks})
+        raise DatasetError(f"no task was created after {since} (the dataset's dates: {', '.join(dates) or 'none'})")
+    return kept

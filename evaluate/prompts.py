@@ -31,11 +31,15 @@ Write the Python code that continues after the setup block. Do not repeat the se
 and assign the final answer to `RESULT`. Reply with a single ```python code block."""
 
 
-def build_messages(task: dict) -> list[dict]:
+VARIANTS = {"precise": "instruction", "vague": "instruction_vague"}  # variant -> the record's field
+
+
+def build_messages(task: dict, variant: str = "precise") -> list[dict]:
+    instruction = task[VARIANTS[variant]]
     return [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": USER.format(
-            api_doc=task["api_doc"].strip(), setup_code=task["setup_code"], instruction=task["instruction"].strip(),
+            api_doc=task["api_doc"].strip(), setup_code=task["setup_code"], instruction=instruction.strip(),
         )},
     ]
 

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import platform
 import re
-import threading
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
@@ -15,8 +13,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from evaluate.data import DatasetError, load_tasks
+from evaluate.data import DatasetError, created_after, load_tasks
 from evaluate.models import Request, Sampling, get_backend, resolve
+from evaluate.models.cache import GenerationCache, prompt_key
 from evaluate.prompts import build_messages, extract_code
 from evaluate.sandbox import Limits, Sandbox
 from evaluate.scoring import STATUSES, score, summarize
@@ -38,6 +37,8 @@ class EvalConfig:
     sampling: Sampling = field(default_factory=Sampling)
     backend_options: dict = field(default_factory=dict)  # base_url, concurrency, tensor_parallel_size, ...
     plot: bool = False
+    since: str | None = None  # YYYY-MM-DD: score only tasks created after it (a fresh split's window)
+    variant: str = "precise"  # which instruction the model is shown: precise or vague
 
     @property
     def model_name(self) -> str:
@@ -74,53 +75,13 @@ def read_samples(path: str, task_ids: set[str]) -> dict[str, list[str | None]]:
     return dict(codes)
 
 
-def prompt_key(messages: list[dict], sampling: Sampling, model: str, sample: int) -> str:
-    """What a cached reply is valid for: the exact prompt, the sampling parameters, the model and the sample."""
-    data = json.dumps([messages, asdict(sampling), model, sample], sort_keys=True)
-    return hashlib.sha256(data.encode()).hexdigest()[:24]
-
-
-class GenerationCache:
-    """generations.jsonl: one line per finished reply, appended and flushed as it arrives.
-
-    A re-run reuses every line whose key matches its request, so a killed run loses at most its in-flight
-    requests, and a changed prompt, dataset or sampling parameter is generated afresh rather than reused.
-    """
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.replies: dict[str, str] = {}
-        if path.is_file():
-            for line in path.read_text().splitlines():
-                try:
-                    row = json.loads(line)
-                    self.replies[row["key"]] = row["reply"]
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    continue  # a line cut short by a kill: that request is simply generated again
-        self._lock = threading.Lock()
-        self._file = None
-
-    def add(self, key: str, task_id: str, sample: int, reply: str) -> None:
-        with self._lock:
-            if self._file is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._file = open(self.path, "a")
-            self._file.write(json.dumps({"key": key, "task_id": task_id, "sample": sample, "reply": reply}) + "\n")
-            self._file.flush()
-            self.replies[key] = reply
-
-    def close(self) -> None:
-        if self._file:
-            self._file.close()
-
-
 def generate(config: EvalConfig, tasks: list[dict]) -> dict[str, list[str | None]]:
     """Replies for every task and sample: from the cache where possible, else from the backend."""
     backend = get_backend(config.model, config.backend, **config.backend_options)
     cache = GenerationCache(run_dir(config) / "generations.jsonl")
     requests, keys = [], {}
     for t in tasks:
-        messages = build_messages(t)
+        messages = build_messages(t, config.variant)
         for s in range(config.n_samples):
             r = Request(t["task_id"], s, messages, t)
             keys[(r.task_id, s)] = prompt_key(messages, config.sampling, config.model, s)
@@ -151,6 +112,8 @@ def generate(config: EvalConfig, tasks: list[dict]) -> dict[str, list[str | None
 
 def run(config: EvalConfig) -> dict:
     tasks, manifest = load_tasks(config.dataset, config.revision, config.scenarios)
+    if config.since:
+        tasks = created_after(tasks, config.since)
     if config.limit:
         tasks = tasks[: config.limit]
     replies = None
@@ -178,9 +141,11 @@ def run(config: EvalConfig) -> dict:
             "content_hash": manifest["content_hash"],
             "builder_version": manifest.get("builder_version"),
             "seed": manifest.get("seed"),
+            "since": config.since,
             "tasks": len(tasks),
             "scenarios": sorted({t["scenario"] for t in tasks}),
         },
+        "variant": config.variant,
         "sampling": {"n_samples": n, **asdict(config.sampling)},
         "versions": {"python": platform.python_version(), **_versions()},
         "evaluated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -189,8 +154,9 @@ def run(config: EvalConfig) -> dict:
     }
     out = run_dir(config)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(report, indent=2) + "\n")
-    report["path"] = str(out / "results.json")
+    name = "results.json" if config.variant == "precise" else f"results_{config.variant}.json"
+    (out / name).write_text(json.dumps(report, indent=2) + "\n")
+    report["path"] = str(out / name)
     if config.plot:
         from evaluate.plots import plot_report
 

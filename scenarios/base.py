@@ -188,6 +188,12 @@ class Scenario(ABC):
         """Whether an unconsumed variable belongs in RESULT (by default: anything an API call produced)."""
         return var.producer != INIT
 
+    value_phrases: dict[str, str] = {}  # variable type -> how the vague instruction names such a value
+
+    def describe_value(self, var: Var) -> str:
+        """What kind of value `var` is, for the vague instruction's expected outcome (no stored values quoted)."""
+        return self.value_phrases.get(var.type, f"a {var.type.replace('_', ' ')}")
+
     def describe_init(self, state: State) -> str:
         """One sentence naming what the setup block provides, without quoting any stored value."""
         return f"The setup block already defines {join_names(state.inits)}."

@@ -419,6 +419,8 @@ class EditData(API):
 
 
 class SessionScenario(Scenario):
+    value_phrases = {SID: "a session id", DATA: "the data of a session", EMAIL: "an e-mail address",
+                     SESSIONS: "a list of sessions", STATUS: "an HTTP status code", SOURCE: "a source name"}
     name = "session"
     apis = (ListSessions(), AddSession(), QuerySessions(), UpdateSession(), DeleteSession(), TakeFromList(),
             EditData())

@@ -282,6 +282,9 @@ class TensorScenario(Scenario):
             lines.append(f"{k} = {v!r}")
         return "\n".join(lines) + "\n"
 
+    def describe_value(self, var):
+        return f"a tensor of shape {tuple(var.value)}"
+
     def describe_init(self, state):
         data = [n for n in state.inits if state.vars[n].type == TENSOR]
         weights = [n for n in state.inits if state.vars[n].type == WEIGHT]

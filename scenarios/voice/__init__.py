@@ -249,6 +249,8 @@ class MakeOutboundCall(API):
 
 
 class VoiceScenario(Scenario):
+    value_phrases = {SPEECH: "a speech", TEXT: "a text", TRANSCRIPT: "a transcript", VOICES: "a list of voices",
+                     CALL: "an outbound call record", PHONE: "a phone number"}
     name = "voice"
     apis = (SearchVoiceLibrary(), TextToSpeech(), SpeechToSpeech(), SpeechToText(), IsolateAudio(),
             MakeOutboundCall())

@@ -147,8 +147,8 @@ def test_no_stored_value_leaks_into_dataset_rows(small_tasks):
             assert_no_value_leaks(case["setup_code"], values)
 
 
-def test_unknown_translator_is_refused():
-    from builder.pipeline import get_translator
+def test_unknown_translator_is_refused_before_any_work():
+    from builder.config import BuildConfig
 
     with pytest.raises(ValueError, match="template"):
-        get_translator("gpt-nothing")
+        BuildConfig(translator="gpt-nothing")

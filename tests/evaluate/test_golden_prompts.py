@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from builder.config import BuildConfig
-from builder.pipeline import fuzz
+from builder.pipeline import fuzz, translate
 from evaluate.prompts import build_messages
 from scenarios import scenario_names
 
@@ -27,15 +27,18 @@ def render(messages: list[dict]) -> str:
 
 def first_task(scenario: str) -> dict:
     config = BuildConfig(scenarios=[scenario], n=1, seed=0, created_at="2026-01-01")
-    draft = fuzz(config, scenario, Counter())[0][0]
+    rejections = Counter()
+    drafts, _ = fuzz(config, scenario, rejections)
+    draft = translate(config, drafts, rejections)[0]
     return {"api_doc": draft.program.scenario.api_doc(), "setup_code": draft.cases[0]["setup_code"],
-            "instruction": draft.instruction}
+            "instruction": draft.instructions["precise"], "instruction_vague": draft.instructions["vague"]}
 
 
+@pytest.mark.parametrize("variant", ["precise", "vague"])
 @pytest.mark.parametrize("scenario", scenario_names())
-def test_prompt_matches_golden_file(scenario):
-    text = render(build_messages(first_task(scenario)))
-    path = GOLDEN / f"prompt_{scenario}.txt"
+def test_prompt_matches_golden_file(scenario, variant):
+    text = render(build_messages(first_task(scenario), variant))
+    path = GOLDEN / (f"prompt_{scenario}.txt" if variant == "precise" else f"prompt_{scenario}_{variant}.txt")
     if os.environ.get("STATEEVAL_UPDATE_GOLDEN") == "1":
         path.write_text(text)
     assert path.is_file(), f"no golden prompt for {scenario}; create it with STATEEVAL_UPDATE_GOLDEN=1 and review it"

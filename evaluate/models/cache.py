@@ -1,0 +1,53 @@
+"""The on-disk reply cache shared by evaluate's generation and the builder's translation agents."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from dataclasses import asdict
+from pathlib import Path
+
+from evaluate.models import Sampling
+
+
+def prompt_key(messages: list[dict], sampling: Sampling, model: str, sample: int) -> str:
+    """What a cached reply is valid for: the exact prompt, the sampling parameters, the model and the sample."""
+    data = json.dumps([messages, asdict(sampling), model, sample], sort_keys=True)
+    return hashlib.sha256(data.encode()).hexdigest()[:24]
+
+
+class GenerationCache:
+    """generations.jsonl: one line per finished reply, appended and flushed as it arrives.
+
+    A re-run reuses every line whose key matches its request, so a killed run loses at most its in-flight
+    requests, and a changed prompt, dataset or sampling parameter is generated afresh rather than reused.
+    """
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.replies: dict[str, str] = {}
+        if path.is_file():
+            for line in path.read_text().splitlines():
+                try:
+                    row = json.loads(line)
+                    self.replies[row["key"]] = row["reply"]
+                except (json.JSONDecodeError, KeyError, TypeError):
+                    continue  # a line cut short by a kill: that request is simply generated again
+        self._lock = threading.Lock()
+        self._file = None
+
+    def add(self, key: str, task_id: str, sample: int, reply: str) -> None:
+        with self._lock:
+            if self._file is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._file = open(self.path, "a")
+            self._file.write(json.dumps({"key": key, "task_id": task_id, "sample": sample, "reply": reply}) + "\n")
+            self._file.flush()
+            self.replies[key] = reply
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file:
+                self._file.close()
+                self._file = None
