@@ -88,6 +88,17 @@ class State:
         self.vars[var.name] = var
         return var
 
+    def produce(self, prefix: str, type_: str, value: Any, api: str) -> str:
+        """A fresh variable made by a call of `api`; returns its name."""
+        name = self.fresh(prefix)
+        self.add(Var(name, type_, value, producer=api))
+        return name
+
+    def consume(self, names: Iterable[str], api: str) -> None:
+        """Record that a call of `api` used these variables (they leave RESULT, and feed the pair statistics)."""
+        for n in names:
+            self.vars[n].consumers.append(api)
+
     def declare(self, var: Var, asset: Asset | None = None) -> Var:
         """Add a variable to the setup block (its value stored as an asset when given)."""
         self.add(var)

@@ -36,9 +36,15 @@ OnReply = Callable[[Request, str], None]
 
 class Backend:
     name: str = ""
+    _loaded = None  # what `_load` returned: the heavy objects (engine, model, tokenizer), made once
 
     def prepare(self) -> None:
         """Import and load what generation needs, failing early with a `BackendError` (called once, if needed)."""
+        if self._loaded is None:
+            self._loaded = self._load()
+
+    def _load(self):
+        return True
 
     def generate(self, requests: list[Request], sampling: Sampling, on_reply: OnReply) -> None:
         """Call `on_reply` once per request (any order). Raise `BackendError` for failures a user must fix."""

@@ -40,11 +40,6 @@ class HFBackend(Backend):
         self.model = model
         self.device = device
         self.batch_size = max(1, batch_size)
-        self._loaded = None
-
-    def prepare(self) -> None:
-        if self._loaded is None:
-            self._loaded = self._load()
 
     def _load(self):
         try:

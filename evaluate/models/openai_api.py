@@ -36,17 +36,16 @@ class OpenAIBackend(Backend):
         self.backoff_s = backoff_s
         self.timeout_s = timeout_s
 
-    def prepare(self) -> None:
+    def _load(self):
         try:
-            import openai  # noqa: F401
+            import openai
         except ImportError as exc:
             raise missing_extra("openai", "openai") from exc
+        return openai
 
     def generate(self, requests: list[Request], sampling: Sampling, on_reply: OnReply) -> None:
         self.prepare()
-        import openai
-
-        asyncio.run(self._run(openai, requests, sampling, on_reply))
+        asyncio.run(self._run(self._loaded, requests, sampling, on_reply))
 
     async def _run(self, openai, requests, sampling, on_reply) -> None:
         client = openai.AsyncOpenAI(api_key=self.api_key, base_url=self.base_url, max_retries=0,

@@ -21,11 +21,6 @@ class VLLMBackend(Backend):
         )
         if max_model_len:
             self.engine_args["max_model_len"] = max_model_len
-        self._loaded = None
-
-    def prepare(self) -> None:
-        if self._loaded is None:
-            self._loaded = self._load()
 
     def _load(self):
         try:

@@ -109,15 +109,6 @@ def _target_text(d: dict, index: int | None) -> str:
     return d["in1_"] if index is None else f"the {POSITIONS[index]} session in {d['in1_']}"
 
 
-def _consume(state: State, names, api: str) -> None:
-    for n in names:
-        state.vars[n].consumers.append(api)
-
-
-def _new(state: State, prefix: str, type_: str, value, api: str) -> str:
-    name = state.fresh(prefix)
-    state.add(Var(name, type_, value, producer=api))
-    return name
 
 
 def _type_for(state: State, source: str, rng: random.Random, existing: float) -> str:
@@ -146,8 +137,8 @@ class ListSessions(API):
         (src,) = inputs
         source = state.vars[src].value
         type_ = _type_for(state, source, rng, existing=0.85)
-        out = _new(state, "sessions", SESSIONS, _listing(source, type_, _collection(state, source, type_)), self.name)
-        _consume(state, inputs, self.name)
+        out = state.produce("sessions", SESSIONS, _listing(source, type_, _collection(state, source, type_)), self.name)
+        state.consume(inputs, self.name)
         code = f"{out} = requests.get({URL % (src, type_)}\").json()"
         return Call(self.name, [src], [out], code, {"type": type_})
 
@@ -173,8 +164,8 @@ class AddSession(API):
             same = {"key": f"r{state.extra['next']}", "id": None, "source": source, "type": type_,
                     "data": copy.deepcopy(value)}
             _records(state).append(same)
-        out = _new(state, "id", SID, same["key"], self.name)
-        _consume(state, inputs, self.name)
+        out = state.produce("id", SID, same["key"], self.name)
+        state.consume(inputs, self.name)
         code = f"{out} = requests.post({URL % (src, type_)}\", json={data}).json()[\"id\"]"
         return Call(self.name, [src, data], [out], code, {"type": type_})
 
@@ -213,8 +204,8 @@ class QuerySessions(API):
                 options.append((field, value, type_, hits))
         matching = [o for o in options if o[3]]
         field, value, type_, hits = rng.choice(matching if matching and rng.random() < 0.8 else options)
-        out = _new(state, "found", SESSIONS, _listing(source, type_, hits), self.name)
-        _consume(state, inputs, self.name)
+        out = state.produce("found", SESSIONS, _listing(source, type_, hits), self.name)
+        state.consume(inputs, self.name)
         expr = self.CRITERIA[(var.type, field)][0].format(key=key)
         params = f'params={{"field": "{field}", "value": {expr}}}'
         code = f"{out} = requests.get({URL % (src, type_)}/query\", {params}).json()"
@@ -259,8 +250,8 @@ class UpdateSession(API):
         value = state.vars[data].value
         rec, index = rng.choice([(r, i) for r, i in _targets(state, state.vars[ref]) if self._fits(state, r, value)])
         rec["data"] = copy.deepcopy(value)
-        out = _new(state, "status", STATUS, 200, self.name)
-        _consume(state, inputs, self.name)
+        out = state.produce("status", STATUS, 200, self.name)
+        state.consume(inputs, self.name)
         code = f"{out} = requests.put({URL % (src, rec['type'])}/{_target_code(ref, index)}\", json={data}).status_code"
         return Call(self.name, [src, ref, data], [out], code, {"type": rec["type"], "index": index})
 
@@ -289,8 +280,8 @@ class DeleteSession(API):
         src, ref = inputs
         rec, index = rng.choice(_targets(state, state.vars[ref]))
         _records(state).remove(rec)
-        out = _new(state, "status", STATUS, 200, self.name)
-        _consume(state, inputs, self.name)
+        out = state.produce("status", STATUS, 200, self.name)
+        state.consume(inputs, self.name)
         code = f"{out} = requests.delete({URL % (src, rec['type'])}/{_target_code(ref, index)}\").status_code"
         return Call(self.name, [src, ref], [out], code, {"type": rec["type"], "index": index})
 
@@ -322,15 +313,15 @@ class TakeFromList(API):
         choices = ["id", "data"] + (["owner"] if isinstance(item["data"].get("owner"), str) else [])
         what = rng.choices(choices, weights=[0.45, 0.35, 0.2][: len(choices)])[0]
         if what == "id":
-            out = _new(state, "id", SID, item["key"], self.name)
+            out = state.produce("id", SID, item["key"], self.name)
             code = f'{out} = {lst}[{index}]["id"]'
         elif what == "data":
-            out = _new(state, "data", DATA, copy.deepcopy(item["data"]), self.name)
+            out = state.produce("data", DATA, copy.deepcopy(item["data"]), self.name)
             code = f'{out} = {lst}[{index}]["data"]'
         else:
-            out = _new(state, "email", EMAIL, item["data"]["owner"], self.name)
+            out = state.produce("email", EMAIL, item["data"]["owner"], self.name)
             code = f'{out} = {lst}[{index}]["data"]["owner"]'
-        _consume(state, inputs, self.name)
+        state.consume(inputs, self.name)
         return Call(self.name, [lst], [out], code, {"index": index, "what": what})
 
     def describe(self, call):
@@ -397,8 +388,8 @@ class EditData(API):
                 kind = args["kind"] = "add"
             value["members"] = value["members"] + [state.vars[email].value]
             expr = f'{{**{data}, "members": {data}["members"] + [{email}]}}'
-        out = _new(state, "data", DATA, value, self.name)
-        _consume(state, used, self.name)
+        out = state.produce("data", DATA, value, self.name)
+        state.consume(used, self.name)
         return Call(self.name, used, [out], f"{out} = {expr}", args)
 
     def describe(self, call):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scenarios.base import API, INIT, Asset, Call, Condition, Scenario, State, Var, join_names
+from scenarios.base import API, Asset, Call, Condition, Scenario, State, Var, join_names
 
 MAX_DIM = 6  # largest size of any dimension of any tensor
 MAX_BATCH = 2
@@ -30,11 +30,8 @@ def _shape(state: State, name: str) -> tuple[int, ...]:
 
 
 def _new_tensor(state: State, inputs: tuple[str, ...], shape: tuple[int, ...], api: str) -> str:
-    name = state.fresh("v")
-    state.add(Var(name, TENSOR, tuple(shape), producer=api))
-    for n in inputs:
-        state.vars[n].consumers.append(api)
-    return name
+    state.consume(inputs, api)
+    return state.produce("v", TENSOR, tuple(shape), api)
 
 
 def _declare_weight(state: State, prefix: str, shape: tuple[int, ...], rng: random.Random) -> str:
@@ -113,7 +110,7 @@ class Split(API):
             piece = list(shape)
             piece[dim] = s
             outs.append(_new_tensor(state, (), tuple(piece), self.name))
-        state.vars[x].consumers.append(self.name)
+        state.consume((x,), self.name)
         code = f"{', '.join(outs)} = torch.split({x}, {sizes}, dim={dim})"
         return Call(self.name, [x], outs, code, {"dim": dim, "sizes": sizes})
 

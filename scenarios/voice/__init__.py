@@ -44,15 +44,6 @@ ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "
 TAGS = {"__speech__": "speech", "__voice__": "voice", "__call__": "call record"}
 
 
-def _consume(state: State, inputs, api: str) -> None:
-    for n in inputs:
-        state.vars[n].consumers.append(api)
-
-
-def _produce(state: State, prefix: str, type_: str, value, api: str) -> str:
-    name = state.fresh(prefix)
-    state.add(Var(name, type_, value, producer=api))
-    return name
 
 
 def _voice_ref(call: Call) -> str:
@@ -77,9 +68,9 @@ class SearchVoiceLibrary(API):
     def apply(self, state, inputs, rng):
         kwargs = {state.vars[n].type: n for n in inputs}  # "category"/"gender" are also the parameter names
         found = search_library(**{k: state.vars[n].value for k, n in kwargs.items()})
-        _consume(state, inputs, self.name)
+        state.consume(inputs, self.name)
         state.extra.setdefault("searched", []).append(list(inputs))
-        out = _produce(state, "voices", VOICES, tuple(found), self.name)
+        out = state.produce("voices", VOICES, tuple(found), self.name)
         args = ", ".join(f"{k}={n}" for k, n in kwargs.items())
         return Call(self.name, list(inputs), [out], f"{out} = search_voice_library({args})", dict(kwargs))
 
@@ -116,8 +107,8 @@ class TextToSpeech(API):
                 settings[key] = rng.choice(SETTING_VALUES)
             settings = {k: settings[k] for k in SETTINGS if k in settings}  # signature order
         speech = synthesize(state.vars[text].value, find_voice(voice.name), **settings)
-        _consume(state, inputs, self.name)
-        out = _produce(state, "s", SPEECH, speech, self.name)
+        state.consume(inputs, self.name)
+        out = state.produce("s", SPEECH, speech, self.name)
         extra = "".join(f", {k}={v}" for k, v in settings.items())
         code = f"{out} = text_to_speech({text}, voice_name={voices}[{index}].name{extra})"
         return Call(self.name, list(inputs), [out], code, {"voices": voices, "index": index, "settings": settings})
@@ -161,9 +152,9 @@ class SpeechToSpeech(API):
         index = rng.choice(self._targets(state, speech, voices))
         voice = state.vars[voices].value[index]
         value = convert_voice(state.vars[speech].value, find_voice(voice.name))
-        _consume(state, inputs, self.name)
+        state.consume(inputs, self.name)
         state.extra.setdefault("converted", []).append([speech, voice.name])
-        out = _produce(state, "s", SPEECH, value, self.name)
+        out = state.produce("s", SPEECH, value, self.name)
         code = f"{out} = speech_to_speech({speech}, voice_name={voices}[{index}].name)"
         return Call(self.name, list(inputs), [out], code, {"voices": voices, "index": index})
 
@@ -189,9 +180,9 @@ class SpeechToText(API):
         (speech,) = inputs
         diarize = rng.random() < 0.5
         text = transcribe(state.vars[speech].value, diarize)
-        _consume(state, inputs, self.name)
+        state.consume(inputs, self.name)
         state.extra.setdefault("transcribed", []).append(speech)
-        out = _produce(state, "t", TRANSCRIPT, text, self.name)
+        out = state.produce("t", TRANSCRIPT, text, self.name)
         code = f"{out} = speech_to_text({speech}, diarize={diarize})"
         return Call(self.name, [speech], [out], code, {"diarize": diarize})
 
@@ -219,9 +210,9 @@ class IsolateAudio(API):
     def apply(self, state, inputs, rng):
         (speech,) = inputs
         value = isolate(state.vars[speech].value)
-        _consume(state, inputs, self.name)
+        state.consume(inputs, self.name)
         state.extra.setdefault("isolated", []).append(speech)
-        out = _produce(state, "s", SPEECH, value, self.name)
+        out = state.produce("s", SPEECH, value, self.name)
         return Call(self.name, [speech], [out], f"{out} = isolate_audio({speech})", {})
 
 
@@ -241,9 +232,9 @@ class MakeOutboundCall(API):
     def apply(self, state, inputs, rng):
         speech, phone = inputs
         value = place_call(state.vars[speech].value, state.vars[phone].value)
-        _consume(state, inputs, self.name)
+        state.consume(inputs, self.name)
         state.extra.setdefault("called", []).append([speech, phone])
-        out = _produce(state, "call", CALL, value, self.name)
+        out = state.produce("call", CALL, value, self.name)
         code = f"{out} = make_outbound_call({speech}, to_number={phone})"
         return Call(self.name, list(inputs), [out], code, {})
 
