@@ -6,6 +6,11 @@ test case. What comes back is plain JSON; comparison happens here, in the harnes
 
 The same sandbox serves evaluate (model-written code) and the builder's oracle capture (reference programs):
 trusted code gets the same isolation of state, so oracles are captured exactly the way answers are scored.
+
+As root, each worker gets its own unprivileged uid for its jobs (see `evaluate.worker` for the jail); a worker
+that dies is replaced, and the processes of its uid are killed from here. A reply that is not a well-formed
+answer to the job (a worker that died mid-line, a desynchronised pipe) crashes that job only: the worker is
+killed and replaced, and the run goes on.
 """
 
 from __future__ import annotations
@@ -27,10 +32,13 @@ from typing import Any, Iterable
 
 from tqdm import tqdm
 
+from evaluate.worker import PR_SET_DUMPABLE, job_uid, prctl
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # Environment variables a worker keeps; everything else (API keys, tokens, cloud credentials) is dropped.
 KEEP_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
+STATUSES = {"ok", "syntax_error", "execution_error", "result_error", "timeout", "setup_error", "crash"}
 
 
 @dataclass(frozen=True)
@@ -86,10 +94,11 @@ class _Worker:
 
     def __init__(self, limits: Limits):
         self.limits = limits
+        self.uid = job_uid() if os.geteuid() == 0 else None  # the uid its jobs run as (root only)
         self.home = tempfile.mkdtemp(prefix="stateeval-worker-")
         self.stderr = open(os.path.join(self.home, "worker.log"), "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "evaluate.worker"],
+            [sys.executable, "-m", "evaluate.worker", *(["--uid", str(self.uid)] if self.uid is not None else [])],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
             env=scrubbed_env(self.home), cwd=self.home, start_new_session=True,
         )
@@ -115,11 +124,19 @@ class _Worker:
         if line is None:
             self.close()
             return Outcome(job.key, "crash", error=f"{err}; it was restarted")
-        reply = json.loads(line)
-        return Outcome(
-            job.key, reply["status"], reply.get("result"), reply.get("state"), reply.get("error", ""),
-            reply.get("output", ""), reply.get("seconds", 0.0),
-        )
+        try:
+            reply = json.loads(line)
+            if not isinstance(reply, dict) or reply.get("status") not in STATUSES:
+                raise ValueError(f"status {reply.get('status') if isinstance(reply, dict) else reply!r}")
+            extra = {k: reply[k] for k in ("containment", "leftovers") if k in reply}
+            return Outcome(
+                job.key, reply["status"], reply.get("result"), reply.get("state"), str(reply.get("error", "")),
+                str(reply.get("output", "")), float(reply.get("seconds", 0.0)), extra,
+            )
+        except (ValueError, TypeError) as exc:  # JSONDecodeError is a ValueError
+            self.close(kill=True)
+            return Outcome(job.key, "crash", error=f"the sandbox worker sent a malformed reply ({str(exc)[:80]}); "
+                                                   "it was restarted")
 
     def _readline(self, deadline: float) -> bytes | None:
         fd = self.proc.stdout.fileno()
@@ -140,7 +157,10 @@ class _Worker:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def close(self) -> None:
+    def close(self, kill: bool = False) -> None:
+        """Stop the worker (asking it to finish first unless `kill`); if it did not end cleanly, kill its uid."""
+        if kill:
+            self.proc.kill()
         try:
             self.proc.stdin.close()
         except OSError:
@@ -150,8 +170,22 @@ class _Worker:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        self.stderr.close()
+        if self.uid is not None and self.proc.returncode != 0:
+            kill_uid(self.uid)
+        if not self.stderr.closed:
+            self.stderr.close()
         shutil.rmtree(self.home, ignore_errors=True)
+
+
+def kill_uid(uid: int) -> None:
+    """Kill every process of a dead worker's job uid (its child died with it; grandchildren may not have).
+
+    `kill -9 -1` run as that uid reaches exactly its processes; the shell is started by `subprocess` as root
+    and becomes the uid before it runs, so nothing in the harness changes identity.
+    """
+    subprocess.run(["/bin/sh", "-c", "kill -9 -1"], user=uid, group=uid, extra_groups=[], env={},
+                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30,
+                   check=False)
 
 
 def _encode_case(case: dict) -> dict:
@@ -166,6 +200,10 @@ class Sandbox:
     """A pool of warm workers. `run_untrusted(jobs)` returns one Outcome per job, in order."""
 
     def __init__(self, workers: int | None = None, limits: Limits | None = None):
+        if os.geteuid() != 0:
+            # Jobs run as this same user: keep them out of /proc/<harness>/fd, the pipes that carry every
+            # worker's verdicts. Side effects: no core dumps, and attaching a debugger to the harness needs root.
+            prctl(PR_SET_DUMPABLE, 0)
         self.size = max(1, workers or os.cpu_count() or 1)
         self.limits = limits or Limits()
         self._idle: queue.Queue[_Worker] = queue.Queue()
@@ -202,6 +240,9 @@ class Sandbox:
                 worker = self._worker()
                 try:
                     results[i] = worker.run(jobs[i])
+                except Exception as exc:  # noqa: BLE001 - a harness bug must not leave a hole in the results
+                    worker.close(kill=True)
+                    results[i] = Outcome(jobs[i].key, "crash", error=f"sandbox error: {type(exc).__name__}: {exc}")
                 finally:
                     self._release(worker)
                 bar.update(1)
