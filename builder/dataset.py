@@ -55,7 +55,8 @@ def _write_shards(folder: Path, scenario: str, records: list[dict]) -> dict[str,
     return files
 
 
-def render_card(manifest: dict, stats: dict) -> str:
+def render_card(manifest: dict, stats: dict, records: dict[str, list[dict]] | None = None,
+                report: dict | None = None) -> str:
     def paths(scenario: str) -> str:
         mine = sorted(f for f in manifest["files"] if f.startswith(f"{DATA_DIR}/{scenario}-"))
         return "".join(f"\n    - {f}" for f in mine)
@@ -71,10 +72,36 @@ def render_card(manifest: dict, stats: dict) -> str:
         "builder_version": manifest["builder_version"],
         "content_hash": manifest["content_hash"],
         "translator": manifest["config"]["translator"],
-        "stats_table": stats_table(stats),
+        "stats_table": table1_markdown(records) if records is not None else stats_table(stats),
+        "fresh_note": fresh_note((report or {}).get("fresh")),
         "scenarios": ", ".join(manifest["counts"]),
     }
     return string.Template(CARD_TEMPLATE.read_text()).substitute(values)
+
+
+def table1_markdown(records: dict[str, list[dict]]) -> str:
+    """The paper's Table I measured on the records themselves (builder/stats.py), in the card's scenario order."""
+    from builder.stats import format_table, table1
+
+    rows = table1([r for recs in records.values() for r in recs])
+    order = [s for s in records if s in rows] + ["all"]
+    return format_table({s: rows[s] for s in order if s in rows})
+
+
+def fresh_note(fresh: dict | None) -> str:
+    """A paragraph for a fresh split's card: what it was checked against and what that cost."""
+    if not fresh:
+        return ""
+    against = "; ".join(f"`{r['source']}` (seed {r['seed']}, created {r['created_at']}, content hash "
+                        f"`{(r['content_hash'] or '')[:12]}`)" for r in fresh["against"])
+    by = ", ".join(f"{n} by {k}" for k, n in fresh["dropped_by_reason"].items()) or "none"
+    return (f"\n\nThis is a **fresh split**: seed {fresh['seed']} was used by no earlier release, and every task was "
+            f"checked against {against}. {fresh['dropped']} of the {fresh['checked']} translated programs were "
+            f"dropped because they overlapped those releases ({by}; overlap means the same normalised program, the "
+            f"same call sequence with arguments on some path, or at least {fresh['ngram_share']:.0%} of an "
+            "instruction's distinctive 13-grams, those no two earlier tasks share). Score only tasks created after "
+            "a model's training cut-off with "
+            "`python -m evaluate --since YYYY-MM-DD`.")
 
 
 def stats_table(stats: dict) -> str:
@@ -120,7 +147,7 @@ def write_dataset(out: Path, records: dict[str, list[dict]], info: dict, stats: 
             "versions": library_versions(),
         }
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        (tmp / "README.md").write_text(render_card(manifest, stats))
+        (tmp / "README.md").write_text(render_card(manifest, stats, records, report))
         (tmp / "build_report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
         if out.exists():
             old = out.with_name(f".{out.name}.old-{os.getpid()}")
