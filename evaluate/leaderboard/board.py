@@ -1,0 +1,348 @@
+"""The board: from every validated submission, a static HTML page, a Markdown table and the data as JSON.
+
+Submissions are grouped by dataset version (and content hash): each group has its own chart, table and ranks,
+so results on different versions are never ranked together. The page is one self-contained file (inline CSS,
+inline SVG, a few lines of inline JavaScript for sorting): no CDN, nothing fetched. Every text that comes from a
+submission is HTML-escaped, and a link is shown only when it is an http(s) URL.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from string import Template
+
+from evaluate.leaderboard.submission import (
+    DEFAULT_ROOT,
+    SUBMISSIONS,
+    SubmissionError,
+    load_submission,
+)
+from evaluate.leaderboard.validation import stamp_problem, validate
+from evaluate.plots import COLORS
+from evaluate.scoring import STATUSES
+
+TEMPLATE = Path(__file__).resolve().parents[2] / "cards" / "leaderboard.html"
+MARK_START, MARK_END = "<!-- leaderboard:start -->", "<!-- leaderboard:end -->"
+PALETTE = ("#2a9d8f", "#e76f51", "#264653", "#e9c46a", "#8e6c8a", "#f4a261", "#4d908e", "#577590", "#bc4749",
+           "#90be6d")
+STATUS_LABELS = {"pass": "pass", "syntax_error": "syntax", "execution_error": "execution", "result_error": "result",
+                 "timeout": "timeout", "no_code": "no code"}
+MISSING = "–"
+
+
+@dataclass
+class Entry:
+    """One row of the board, taken from a validated submission's metadata and results.json summary."""
+
+    folder: str
+    name: str
+    organisation: str | None
+    parameters: str | None
+    weights: str
+    link: str | None
+    model: str
+    date: str
+    version: str
+    content_hash: str
+    tasks: int
+    n_samples: int
+    pass1: float | None
+    scenarios: dict[str, float | None]
+    statuses: dict[str, int]
+    rank: int = 0
+
+    @classmethod
+    def from_submission(cls, sub) -> "Entry":
+        meta, summary = sub.metadata, sub.results["summary"]
+        link = meta.get("link")
+        return cls(
+            folder=sub.path.name, name=str(meta["name"]), organisation=meta.get("organisation"),
+            parameters=None if meta.get("parameters") is None else str(meta["parameters"]),
+            weights=str(meta.get("weights") or "unknown"),
+            link=link if isinstance(link, str) and re.match(r"https?://", link) else None,
+            model=str(meta.get("model", "")), date=str(meta.get("evaluation_date", sub.results["evaluated_at"][:10])),
+            version=sub.version, content_hash=sub.content_hash, tasks=int(summary["overall"]["tasks"]),
+            n_samples=int(sub.results["sampling"].get("n_samples", 1)), pass1=summary["overall"].get("pass@1"),
+            scenarios={s: b.get("pass@1") for s, b in summary["scenarios"].items()},
+            statuses={s: int(summary["overall"]["statuses"].get(s, 0)) for s in STATUSES},
+        )
+
+
+@dataclass
+class Group:
+    version: str
+    content_hash: str
+    entries: list[Entry]
+
+    @property
+    def scenarios(self) -> list[str]:
+        return sorted({s for e in self.entries for s in e.scenarios})
+
+    @property
+    def anchor(self) -> str:
+        return "v-" + re.sub(r"[^A-Za-z0-9_-]+", "-", self.version) + "-" + self.content_hash[:8]
+
+
+@dataclass
+class BuildReport:
+    groups: list[Group]
+    skipped: dict[str, str] = field(default_factory=dict)  # submission folder -> why it is not on the board
+    files: list[Path] = field(default_factory=list)
+
+
+def parameter_count(text: str | None) -> float | None:
+    """'7B' -> 7e9, '135M' -> 1.35e8, '1.2T' -> 1.2e12, '70000000' -> 7e7; anything else: None (sorts last)."""
+    if not text:
+        return None
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kKmMbBtT]?)\s*(?:params?|parameters)?\s*", text)
+    if not m:
+        return None
+    scale = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}[m[2].lower()]
+    return float(m[1]) * scale
+
+
+def version_key(version: str) -> tuple:
+    """Newest first: v1.10.0 after v1.9.0; versions that are not numbers sort by name after the numbered ones."""
+    nums = re.findall(r"\d+", version)
+    return (1, tuple(int(n) for n in nums), version) if nums else (0, (), version)
+
+
+def collect(root: str | Path = DEFAULT_ROOT, dataset: str | None = None, revalidate: bool = False,
+            workers: int | None = None) -> BuildReport:
+    """Entries of every submission under `root/submissions` that is validated and unchanged since."""
+    folders = sorted(p for p in (Path(root) / SUBMISSIONS).glob("*") if p.is_dir())
+    skipped: dict[str, str] = {}
+    if revalidate:
+        if not dataset:
+            raise SubmissionError("--revalidate needs --dataset (the maintainers' dataset: a Hub id or a folder)")
+        from evaluate.sandbox import Sandbox
+
+        with Sandbox(workers) as sandbox:
+            for folder in folders:
+                report = validate(folder, dataset, sandbox=sandbox)
+                if not report.ok:
+                    skipped[folder.name] = report.format()
+    entries = []
+    for folder in folders:
+        if folder.name in skipped:
+            continue
+        problem = stamp_problem(folder)
+        if problem:
+            skipped[folder.name] = f"{problem}; run python -m evaluate.leaderboard validate {folder}"
+            continue
+        try:
+            entries.append(Entry.from_submission(load_submission(folder)))
+        except (SubmissionError, KeyError, TypeError, ValueError) as exc:
+            skipped[folder.name] = f"unreadable: {exc}"
+    groups: dict[tuple[str, str], list[Entry]] = {}
+    for e in entries:
+        groups.setdefault((e.version, e.content_hash), []).append(e)
+    out = []
+    for (version, digest), members in sorted(groups.items(), key=lambda kv: (version_key(kv[0][0]), kv[0][1]),
+                                             reverse=True):
+        members.sort(key=lambda e: (-(e.pass1 if e.pass1 is not None else -1), e.name.lower(), e.date))
+        for i, e in enumerate(members):  # competition ranking: equal pass@1, equal rank
+            prev = members[i - 1] if i else None
+            e.rank = prev.rank if prev and prev.pass1 == e.pass1 else i + 1
+        out.append(Group(version, digest, members))
+    return BuildReport(out, skipped)
+
+
+# ---------------------------------------------------------------------------------------------------- rendering
+
+def pct(value: float | None) -> str:
+    return MISSING if value is None else f"{100 * value:.1f}"
+
+
+def _e(text) -> str:
+    return html.escape("" if text is None else str(text), quote=True)
+
+
+def chart_svg(group: Group) -> str:
+    """Grouped bars like the paper's figure: pass@1 per scenario (and overall), one bar per submission."""
+    cats = ["overall", *group.scenarios]
+    n = len(group.entries)
+    bar = max(18, min(44, 160 // max(n, 1)))
+    gap, pad = 4, 32
+    plot_h, top, left, bottom = 200, 18, 44, 26
+    group_w = n * bar + (n - 1) * gap
+    width = left + len(cats) * (group_w + pad) + pad
+    height = top + plot_h + bottom
+    y = lambda v: top + plot_h * (1 - v / 100)  # noqa: E731
+    parts = [f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" role="img" aria-label="pass@1 per scenario, dataset {_e(group.version)}">']
+    for tick in (0, 25, 50, 75, 100):
+        parts.append(f'<line x1="{left}" x2="{width - pad / 2}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" '
+                     f'stroke="{"#9aa3b2" if tick == 0 else "#e3e7ee"}"/>')
+        parts.append(f'<text x="{left - 6}" y="{y(tick) + 4:.1f}" text-anchor="end" font-size="11" '
+                     f'fill="#5c6677">{tick}</text>')
+    parts.append(f'<text x="12" y="{top + plot_h / 2}" font-size="11" fill="#5c6677" text-anchor="middle" '
+                 f'transform="rotate(-90 12 {top + plot_h / 2})">pass@1 (%)</text>')
+    for c, cat in enumerate(cats):
+        x0 = left + pad + c * (group_w + pad)
+        for i, e in enumerate(group.entries):
+            value = e.pass1 if cat == "overall" else e.scenarios.get(cat)
+            x = x0 + i * (bar + gap)
+            color = PALETTE[i % len(PALETTE)]
+            if value is None:
+                continue
+            v = 100 * value
+            parts.append(f'<rect class="bar" x="{x}" y="{y(v):.1f}" width="{bar}" height="{plot_h * v / 100:.1f}" '
+                         f'fill="{color}" data-model="{_e(e.name)}" data-scenario="{_e(cat)}" '
+                         f'data-value="{v:.1f}"><title>{_e(e.name)}, {_e(cat)}: {v:.1f}%</title></rect>')
+            parts.append(f'<text x="{x + bar / 2}" y="{y(v) - 3:.1f}" text-anchor="middle" font-size="9" '
+                         f'fill="#1d2330">{v:.0f}</text>')
+        parts.append(f'<text x="{x0 + group_w / 2}" y="{top + plot_h + 18}" text-anchor="middle" font-size="12" '
+                     f'fill="#1d2330">{_e(cat)}</text>')
+    parts.append("</svg>")
+    legend = "".join(f'<span class="swatch" style="background:{PALETTE[i % len(PALETTE)]}"></span>{_e(e.name)}'
+                     for i, e in enumerate(group.entries))
+    return "".join(parts) + f'<div class="legend">{legend}</div>'
+
+
+def error_mix_svg(statuses: dict[str, int], width: int = 140, height: int = 12) -> str:
+    total = sum(statuses.values()) or 1
+    parts, x = [], 0.0
+    title = ", ".join(f"{STATUS_LABELS[s]} {statuses[s]}" for s in STATUSES if statuses.get(s))
+    for s in STATUSES:
+        w = width * statuses.get(s, 0) / total
+        if w > 0:
+            parts.append(f'<rect x="{x:.2f}" y="0" width="{w:.2f}" height="{height}" fill="{COLORS[s]}"/>')
+        x += w
+    return (f'<svg class="mix" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" role="img" aria-label="{_e(title)}"><title>{_e(title)}</title>'
+            + "".join(parts) + "</svg>")
+
+
+def table_html(group: Group) -> str:
+    cols = [("rank", "#", "num", "ascending"), ("model", "Model", "text", None),
+            ("organisation", "Organisation", "text", None), ("parameters", "Params", "num", None),
+            ("weights", "Weights", "text", None), ("pass1", "pass@1", "num", None)]
+    cols += [(f"pass1-{s}", s, "num", None) for s in group.scenarios]
+    cols += [("samples", "n", "num", None), ("errors", "Error mix", None, None),
+             ("version", "Dataset", "text", None), ("date", "Date", "text", "descending")]
+    head = []
+    for key, label, kind, first in cols:
+        attrs = f' data-key="{key}"'
+        if kind:
+            attrs += f' data-type="{kind}"'
+        if first:
+            attrs += f' data-first="{first}"'
+        if kind == "num":
+            attrs += ' class="num"'
+        head.append(f"<th{attrs}>{_e(label)}</th>")
+    best = max((e.pass1 for e in group.entries if e.pass1 is not None), default=None)
+    rows = []
+    for order, e in enumerate(group.entries):
+        name = f'<a href="{_e(e.link)}" rel="nofollow noopener">{_e(e.name)}</a>' if e.link else _e(e.name)
+        params = parameter_count(e.parameters)
+
+        def num(key: str, value, shown: str, extra: str = "") -> str:
+            v = "" if value is None else repr(value)
+            return f'<td class="num{extra}" data-key="{key}" data-value="{v}">{shown}</td>'
+
+        cells = [
+            num("rank", e.rank, str(e.rank)),
+            f'<td data-key="model" data-value="{_e(e.name)}" title="{_e(e.model)}">{name}</td>',
+            f'<td data-key="organisation" data-value="{_e(e.organisation or "")}">{_e(e.organisation or MISSING)}</td>',
+            num("parameters", params, _e(e.parameters or MISSING)),
+            f'<td data-key="weights" data-value="{_e(e.weights)}">{_e(e.weights)}</td>',
+            num("pass1", e.pass1, pct(e.pass1), " best" if e.pass1 is not None and e.pass1 == best else ""),
+        ]
+        cells += [num(f"pass1-{s}", e.scenarios.get(s), pct(e.scenarios.get(s))) for s in group.scenarios]
+        cells += [
+            num("samples", e.n_samples, str(e.n_samples)),
+            f'<td data-key="errors">{error_mix_svg(e.statuses)}</td>',
+            f'<td data-key="version" data-value="{_e(e.version)}">{_e(e.version)}</td>',
+            f'<td data-key="date" data-value="{_e(e.date)}">{_e(e.date)}</td>',
+        ]
+        rows.append(f'<tr data-order="{order}" data-folder="{_e(e.folder)}">' + "".join(cells) + "</tr>")
+    legend = "".join(f'<span class="swatch" style="background:{COLORS[s]}"></span>{STATUS_LABELS[s]}'
+                     for s in STATUSES)
+    return (f'<table class="board" data-version="{_e(group.version)}" data-content-hash="{_e(group.content_hash)}">'
+            f"<thead><tr>{''.join(head)}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+            f'<div class="legend">Error mix:{legend}</div>')
+
+
+def render_html(report: BuildReport, generated: str) -> str:
+    sections = []
+    for g in report.groups:
+        tasks = max(e.tasks for e in g.entries)
+        sections.append(
+            f'<section class="version" id="{g.anchor}" data-version="{_e(g.version)}">'
+            f"<h2>Dataset {_e(g.version)}</h2>"
+            f'<p class="meta">{tasks} tasks ({_e(", ".join(g.scenarios))}), content hash '
+            f"<code>{_e(g.content_hash[:16])}</code>, {len(g.entries)} submission(s). Ranked within this version only."
+            f"</p><figure>{chart_svg(g)}<figcaption>pass@1 per scenario on dataset {_e(g.version)} (%)</figcaption>"
+            f"</figure>{table_html(g)}</section>"
+        )
+    if not sections:
+        sections.append('<p class="meta">No validated submission yet.</p>')
+    return Template(TEMPLATE.read_text()).substitute(
+        sections="\n".join(sections), count=sum(len(g.entries) for g in report.groups), generated=_e(generated),
+    )
+
+
+def _md(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ") if text not in (None, "") else MISSING
+
+
+def render_markdown(report: BuildReport) -> str:
+    """One table per dataset version, newest first: paste into the README or the dataset card."""
+    if not report.groups:
+        return "_No validated submission yet._\n"
+    out = []
+    for g in report.groups:
+        out.append(f"**StateEval {_md(g.version)}** (content hash `{g.content_hash[:12]}`, "
+                   f"{max(e.tasks for e in g.entries)} tasks): pass@1 in percent, ranked within this version only.\n")
+        head = ["#", "model", "organisation", "params", "weights", "pass@1", *g.scenarios, "errors", "date"]
+        out.append("| " + " | ".join(head) + " |")
+        out.append("|" + "|".join("---:" if h in ("#", "pass@1", *g.scenarios) else "---" for h in head) + "|")
+        for e in g.entries:
+            name = f"[{_md(e.name)}]({e.link})" if e.link else _md(e.name)
+            errors = ", ".join(f"{STATUS_LABELS[s]} {e.statuses[s]}" for s in STATUSES[1:] if e.statuses[s]) or "none"
+            cells = [str(e.rank), name, _md(e.organisation), _md(e.parameters), _md(e.weights), pct(e.pass1),
+                     *[pct(e.scenarios.get(s)) for s in g.scenarios], errors, e.date]
+            out.append("| " + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
+def insert_markdown(path: Path, table: str) -> None:
+    """Replace what lies between the leaderboard markers of a README or dataset card."""
+    text = path.read_text()
+    start, end = text.find(MARK_START), text.find(MARK_END)
+    if start < 0 or end < start:
+        raise SubmissionError(f"{path} has no {MARK_START} ... {MARK_END} markers to put the table between")
+    path.write_text(text[: start + len(MARK_START)] + "\n" + table.rstrip("\n") + "\n" + text[end:])
+
+
+def build(out: str | Path, root: str | Path = DEFAULT_ROOT, dataset: str | None = None, revalidate: bool = False,
+          insert_into: list[str | Path] = (), workers: int | None = None) -> BuildReport:
+    report = collect(root, dataset, revalidate, workers)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    markdown = render_markdown(report)
+    files = {
+        out / "index.html": render_html(report, generated),
+        out / "leaderboard.md": markdown,
+        out / "leaderboard.json": json.dumps({
+            "generated": generated,
+            "versions": [{"version": g.version, "content_hash": g.content_hash,
+                          "entries": [e.__dict__ for e in g.entries]} for g in report.groups],
+            "skipped": report.skipped,
+        }, indent=2) + "\n",
+    }
+    for path, text in files.items():
+        path.write_text(text)
+    report.files = list(files)
+    for target in insert_into:
+        insert_markdown(Path(target), markdown)
+        report.files.append(Path(target))
+    return report

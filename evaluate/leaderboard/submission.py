@@ -1,0 +1,280 @@
+"""A submission: one run packaged for the board, and the files a maintainer verifies.
+
+`leaderboard/submissions/<model>_<date>/` holds
+
+- `results.json`      the run's report, unchanged (scores per sample, summary, dataset revision and content hash;
+                      a `--variant vague` run's `results_vague.json`, submitted with `--variant vague`);
+- `generations.jsonl` exactly the run's replies, one line per task and sample, in the order scored. A run made
+                      with `python -m evaluate --model ...` contributes the lines of its generation cache whose
+                      prompt key matches this dataset's prompts and the recorded sampling (stale lines from
+                      earlier runs in the same folder are left behind). A run scored with `--samples FILE` has no
+                      replies: its samples file is packaged instead, as `{"task_id", "sample", "code"}` lines;
+                      validation then runs that code as it is, with no extraction step;
+- `metadata.json`     what the board shows about the model (display name, organisation, parameter count, open or
+                      closed weights, link), the dataset version the run claims and the instruction variant;
+- `validation.json`   written by `validate` only when re-scoring agreed; it records the sha256 of the three files
+                      above, so `build` ignores a submission edited after it was validated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from evaluate.data import DatasetError, load_tasks
+
+RESULTS = "results.json"
+GENERATIONS = "generations.jsonl"
+METADATA = "metadata.json"
+VALIDATION = "validation.json"
+SUBMITTED_FILES = (RESULTS, GENERATIONS, METADATA)
+
+DEFAULT_ROOT = Path("leaderboard")
+SUBMISSIONS = "submissions"
+WEIGHTS = ("open", "closed", "unknown")
+VARIANTS = ("precise", "vague")  # evaluate's --variant: which instruction the model was shown
+METADATA_FORMAT = 1
+
+
+class SubmissionError(RuntimeError):
+    """A run that cannot be packaged, or a submission folder that cannot be read; the message says what to fix."""
+
+
+@dataclass
+class Submission:
+    path: Path
+    metadata: dict
+    results: dict
+
+    @property
+    def version(self) -> str:
+        return self.metadata["dataset"]["version"]
+
+    @property
+    def content_hash(self) -> str:
+        return self.metadata["dataset"]["content_hash"]
+
+    @property
+    def variant(self) -> str:
+        return self.metadata.get("variant", "precise")
+
+
+def results_name(variant: str) -> str:
+    """What `python -m evaluate` calls a run's report for this instruction variant."""
+    return RESULTS if variant == "precise" else f"results_{variant}.json"
+
+
+def slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "model"
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def file_digests(folder: Path) -> dict[str, str]:
+    return {name: sha256_file(folder / name) for name in SUBMITTED_FILES}
+
+
+def _read_json(path: Path) -> dict:
+    if not path.is_file():
+        raise SubmissionError(f"{path} is missing")
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise SubmissionError(f"{path} is not valid JSON ({exc})") from exc
+    if not isinstance(data, dict):
+        raise SubmissionError(f"{path} must hold a JSON object")
+    return data
+
+
+def read_results(path: Path) -> dict:
+    results = _read_json(path)
+    for key in ("model", "dataset", "sampling", "summary", "samples", "evaluated_at"):
+        if key not in results:
+            raise SubmissionError(f"{path} has no {key!r}: it is not a results.json written by python -m evaluate")
+    return results
+
+
+def read_generations(path: Path) -> list[dict]:
+    """The submitted lines: {"task_id", "sample", "reply"} (a model's run) or {"task_id", "sample", "code"}."""
+    if not path.is_file():
+        raise SubmissionError(f"{path} is missing")
+    rows = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise SubmissionError(f"{path}:{n}: not JSON ({exc})") from exc
+        if not (isinstance(row, dict) and isinstance(row.get("task_id"), str) and isinstance(row.get("sample"), int)
+                and ("reply" in row or "code" in row)):
+            raise SubmissionError(f"{path}:{n}: expected an object with task_id, sample and reply (or code)")
+        rows.append(row)
+    return rows
+
+
+def load_submission(folder: Path) -> Submission:
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise SubmissionError(f"no submission folder {folder}")
+    metadata = _read_json(folder / METADATA)
+    for key in ("name", "dataset"):
+        if key not in metadata:
+            raise SubmissionError(f"{folder / METADATA} has no {key!r}; make the submission with "
+                                  "python -m evaluate.leaderboard submit")
+    if not {"version", "content_hash"} <= set(metadata["dataset"]):
+        raise SubmissionError(f"{folder / METADATA}: dataset must name its version and content_hash")
+    return Submission(folder, metadata, read_results(folder / RESULTS))
+
+
+def _check_link(link: str | None) -> str | None:
+    if link and not re.match(r"https?://[^\s\"'<>]+$", link):
+        raise SubmissionError(f"--link {link!r} must be an http(s) URL")
+    return link or None
+
+
+def _run_generations(run_dir: Path, results: dict, tasks: list[dict]) -> list[dict]:
+    """The cache lines this run scored: the prompt key of each (task, sample) is recomputed, as the run did."""
+    path = run_dir / GENERATIONS
+    if not path.is_file():
+        raise SubmissionError(
+            f"{run_dir} has no {GENERATIONS}. A run scored with --samples FILE has none: pass that file with "
+            "--samples so its code is packaged as the generations."
+        )
+    by_key = {}
+    for line in path.read_text().splitlines():
+        try:
+            row = json.loads(line)
+            by_key[row["key"]] = row
+        except (json.JSONDecodeError, KeyError, TypeError):
+            continue  # a line cut short by a killed run, as the cache itself skips it
+    keys = _lazy().expected_keys(results, tasks)
+    missing = sorted({tid for (tid, _), key in keys.items() if key not in by_key})
+    if missing:
+        raise SubmissionError(
+            f"{path} lacks the replies of {len(missing)} task(s) ({', '.join(missing[:10])}) for this dataset's "
+            "prompts and the sampling in results.json; re-run python -m evaluate with the same arguments"
+        )
+    return [{"key": keys[k], "task_id": k[0], "sample": k[1], "reply": by_key[keys[k]]["reply"]} for k in keys]
+
+
+def _samples_generations(samples: Path, results: dict) -> list[dict]:
+    if not samples.is_file():
+        raise SubmissionError(f"samples file {samples} not found")
+    count: dict[str, int] = {}
+    rows = []
+    for n, line in enumerate(samples.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            task_id, code = row["task_id"], row["code"]
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise SubmissionError(f"{samples}:{n}: expected a JSON object with task_id and code ({exc})") from exc
+        s = count.get(task_id, 0)
+        count[task_id] = s + 1
+        rows.append({"task_id": task_id, "sample": s, "code": code if isinstance(code, str) else None})
+    scored = {(r["task_id"], r["sample"]) for r in results["samples"]}
+    if {(r["task_id"], r["sample"]) for r in rows} != scored:
+        raise SubmissionError(f"{samples} does not hold the samples results.json scored (other task ids or counts); "
+                              "pass the file the run was made with")
+    return rows
+
+
+def _lazy():  # validate imports this module; keep the import one-way at load time
+    from evaluate.leaderboard import validation
+
+    return validation
+
+
+def submit(run_dir: str | Path, name: str, org: str | None = None, params: str | None = None,
+           weights: str = "unknown", link: str | None = None, dataset_version: str | None = None,
+           samples: str | Path | None = None, dataset: str | None = None, root: str | Path = DEFAULT_ROOT,
+           force: bool = False, variant: str = "precise") -> Path:
+    """Package a run as `<root>/submissions/<model>_<date>/`; returns that folder."""
+    run_dir = Path(run_dir)
+    if variant not in VARIANTS:
+        raise SubmissionError(f"--variant must be one of {', '.join(VARIANTS)}")
+    report_path = run_dir / results_name(variant)
+    if not report_path.is_file():
+        others = sorted(p.name for p in run_dir.glob("results*.json"))
+        raise SubmissionError(f"{report_path} is missing" + (f"; the run folder has {', '.join(others)} (pick it "
+                              "with --variant)" if others else ": is this a python -m evaluate run folder?"))
+    results = read_results(report_path)
+    if results.get("variant", "precise") != variant:
+        raise SubmissionError(f"{report_path} was scored with --variant {results.get('variant')}, not {variant}")
+    ds = results["dataset"]
+    revision = ds.get("revision")
+    if dataset_version and revision and dataset_version != revision:
+        raise SubmissionError(f"the run was scored on dataset revision {revision!r}; it cannot be submitted as "
+                              f"{dataset_version!r}")
+    version = dataset_version or revision
+    if not version:
+        raise SubmissionError(
+            f"the run names no dataset version (it was scored on {ds.get('source')!r} without --revision); "
+            "pass --dataset-version with the released version that folder is (validation checks its content hash)"
+        )
+    if weights not in WEIGHTS:
+        raise SubmissionError(f"--weights must be one of {', '.join(WEIGHTS)}")
+    if not name.strip():
+        raise SubmissionError("--name must not be empty")
+    link = _check_link(link)
+
+    is_samples = results.get("backend") == "samples"
+    if samples and not is_samples:
+        raise SubmissionError("--samples is for runs scored with --samples; this run generated its replies "
+                              f"(backend {results.get('backend')!r}), which are taken from its {GENERATIONS}")
+    if is_samples and not samples:
+        raise SubmissionError(f"{run_dir} was scored with --samples FILE, which the run did not copy: pass that "
+                              "file with --samples so its code is packaged as the generations")
+    source = dataset or ds.get("source")
+    try:
+        tasks, manifest = load_tasks(source, revision)
+    except DatasetError as exc:
+        raise SubmissionError(f"cannot load the run's dataset ({exc}); pass its folder with --dataset") from exc
+    if manifest["content_hash"] != ds.get("content_hash"):
+        raise SubmissionError(f"the dataset at {source!r} has content hash {manifest['content_hash'][:12]}, the "
+                              f"run was scored on {str(ds.get('content_hash'))[:12]}; pass the run's --dataset")
+    problems, per_task = _lazy().coverage_problems(results, tasks)
+    if problems or per_task:
+        details = problems + [f"{tid}: {'; '.join(d)}" for tid, d in sorted(per_task.items())]
+        raise SubmissionError("a submission scores every task of its dataset version, n samples each, and this "
+                              "run does not (--limit, --scenario or --since?): " + " | ".join(details))
+    if is_samples:
+        rows = _samples_generations(Path(samples), results)
+    else:
+        rows = _run_generations(run_dir, results, tasks)
+
+    date = results["evaluated_at"][:10]
+    dest = Path(root) / SUBMISSIONS / f"{slug(name)}_{date}"
+    if dest.exists():
+        if not force:
+            raise SubmissionError(f"{dest} already exists; pass --force to replace it")
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    shutil.copyfile(report_path, dest / RESULTS)
+    (dest / GENERATIONS).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    metadata = {
+        "format": METADATA_FORMAT,
+        "name": name.strip(),
+        "organisation": org,
+        "parameters": params,
+        "weights": weights,
+        "link": link,
+        "model": results["model"],
+        "backend": results.get("backend"),
+        "generations": "code" if is_samples else "replies",
+        "variant": variant,
+        "evaluation_date": date,
+        "dataset": {"version": version, "content_hash": ds.get("content_hash"), "tasks": ds.get("tasks"),
+                    "scenarios": ds.get("scenarios")},
+        "sampling": results["sampling"],
+    }
+    (dest / METADATA).write_text(json.dumps(metadata, indent=2) + "\n")
+    return dest

@@ -1,0 +1,310 @@
+"""Validation: a submission is trusted only when the maintainers' copy of its dataset version re-scores it.
+
+Checks, in order; a failing stage stops before the expensive ones, since re-scoring against the wrong tasks
+says nothing:
+
+1. the files are readable and agree with each other (metadata vs results.json: model, sampling, dataset);
+2. the dataset version loads from the maintainers' `--dataset` (never from a path the submission names) and its
+   content hash is the one the run recorded: a run on another version or an edited dataset stops here;
+3. coverage: every task of that version, no other task, samples 0..n-1 for each, and one generation per sample;
+4. each reply was generated for this dataset's prompt with the recorded sampling (its prompt key, recomputed);
+5. re-scoring: the code is extracted from each reply (or taken as it is, for a `--samples` submission), run in
+   the sandbox, and every sample's status and test-case statuses, and every number of the summary, must equal
+   what results.json says. Error texts and timings are not compared: they name paths and vary by machine.
+
+A sample that timed out on one machine may not on another; validation re-runs with the run's time limit when
+results.json records one (`sandbox.timeout_s`), else the default, and reports such a sample like any other.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from evaluate.data import DatasetError, load_tasks
+from evaluate.leaderboard.submission import (
+    GENERATIONS,
+    METADATA,
+    RESULTS,
+    VALIDATION,
+    SubmissionError,
+    file_digests,
+    load_submission,
+    read_generations,
+)
+from evaluate.models import Sampling
+from evaluate.prompts import build_messages, extract_code
+
+STAMP_FORMAT = 1
+
+
+@dataclass
+class Report:
+    """What validation found. `ok` only when nothing differs; `format()` is what the command prints."""
+
+    submission: Path
+    version: str | None = None
+    problems: list[str] = field(default_factory=list)  # stops validation before re-scoring
+    tasks: dict[str, list[str]] = field(default_factory=dict)  # task_id -> how its re-scoring differs
+    summary: list[str] = field(default_factory=list)  # summary numbers that differ
+    rescored: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not (self.problems or self.tasks or self.summary)
+
+    def format(self) -> str:
+        head = f"{self.submission}" + (f" (dataset {self.version})" if self.version else "")
+        if self.ok:
+            return f"valid: {head}: re-scored {self.rescored} sample(s), all equal to results.json"
+        lines = [f"refused: {head}"]
+        lines += [f"  - {p}" for p in self.problems]
+        if self.tasks:
+            lines.append(f"  {len(self.tasks)} task(s) differ from results.json:")
+            for tid in sorted(self.tasks):
+                lines += [f"    {tid}: {d}" for d in self.tasks[tid]]
+        if self.summary:
+            lines.append("  summary numbers differ from the re-scored ones:")
+            lines += [f"    {d}" for d in self.summary]
+        return "\n".join(lines)
+
+
+def run_sampling(results: dict) -> Sampling:
+    recorded = results.get("sampling", {})
+    return Sampling(**{f.name: recorded[f.name] for f in fields(Sampling) if f.name in recorded})
+
+
+def expected_keys(results: dict, tasks: list[dict]) -> dict[tuple[str, int], str]:
+    """The generation-cache key of every (task, sample) the run asked for, recomputed as `evaluate.run` does."""
+    try:
+        from evaluate.models.cache import prompt_key
+    except ImportError:  # before the cache moved out of evaluate.run
+        from evaluate.run import prompt_key
+
+    sampling = run_sampling(results)
+    n = int(results["sampling"].get("n_samples", 1))
+    variant = results.get("variant", "precise")
+    keys = {}
+    for t in tasks:
+        messages = build_messages(t) if variant == "precise" else build_messages(t, variant)
+        for s in range(n):
+            keys[(t["task_id"], s)] = prompt_key(messages, sampling, results["model"], s)
+    return keys
+
+
+def coverage_problems(results: dict, tasks: list[dict]) -> tuple[list[str], dict[str, list[str]]]:
+    """(general problems, per-task problems) of a results.json against every task of the dataset."""
+    wanted = {t["task_id"]: t["scenario"] for t in tasks}
+    n = int(results["sampling"].get("n_samples", 1))
+    seen: dict[str, list[int]] = {}
+    problems, per_task = [], {}
+    for row in results["samples"]:
+        seen.setdefault(row.get("task_id"), []).append(row.get("sample"))
+    missing = [tid for tid in wanted if tid not in seen]
+    extra = sorted(str(tid) for tid in seen if tid not in wanted)
+    if missing:
+        problems.append(f"{len(missing)} of the dataset's {len(wanted)} tasks are missing from results.json: "
+                        + ", ".join(missing))
+    if extra:
+        problems.append(f"results.json scores {len(extra)} task(s) the dataset does not have: " + ", ".join(extra))
+    for tid, samples in seen.items():
+        if tid in wanted and sorted(samples) != list(range(n)):
+            per_task[tid] = [f"samples {sorted(samples)} in results.json, expected 0..{n - 1} (n_samples {n})"]
+    return problems, per_task
+
+
+def _compare_summary(submitted, rescored, path: str = "") -> list[str]:
+    if isinstance(submitted, dict) and isinstance(rescored, dict):
+        out = []
+        for key in sorted(set(submitted) | set(rescored)):
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in submitted or key not in rescored:
+                out.append(f"{sub}: submitted {submitted.get(key)!r}, re-scored {rescored.get(key)!r}")
+            else:
+                out += _compare_summary(submitted[key], rescored[key], sub)
+        return out
+    if isinstance(submitted, (int, float)) and isinstance(rescored, (int, float)) \
+            and not isinstance(submitted, bool) and not isinstance(rescored, bool):
+        if math.isclose(submitted, rescored, rel_tol=1e-9, abs_tol=1e-12):
+            return []
+    elif submitted == rescored:
+        return []
+    return [f"{path}: submitted {submitted!r}, re-scored {rescored!r}"]
+
+
+def _ks(summary: dict) -> tuple[int, ...]:
+    ks = []
+    for key in summary.get("overall", {}):
+        if key.startswith("pass@") and key[5:].isdigit():
+            ks.append(int(key[5:]))
+    return tuple(sorted(ks)) or (1,)
+
+
+def validate(folder: str | Path, dataset: str = "stateeval", sandbox=None, timeout_s: float | None = None,
+             workers: int | None = None, stamp: bool = True) -> Report:
+    """Validate one submission folder against the maintainers' `dataset` (a folder, or a Hub id at the version).
+
+    Writes `validation.json` into the folder when it is valid (and `stamp`), and removes a stale one otherwise.
+    `sandbox`: an open `Sandbox` to reuse (several submissions in one process); else one is started here.
+    """
+    folder = Path(folder)
+    report = Report(folder)
+    try:
+        _validate(folder, dataset, sandbox, timeout_s, workers, report)
+    except (SubmissionError, DatasetError) as exc:
+        report.problems.append(str(exc))
+    if stamp:
+        stamp_path = folder / VALIDATION
+        if report.ok:
+            stamp_path.write_text(json.dumps(_stamp(folder, report), indent=2) + "\n")
+        elif stamp_path.is_file():
+            stamp_path.unlink()
+    return report
+
+
+def _validate(folder: Path, dataset: str, sandbox, timeout_s, workers, report: Report) -> None:
+    sub = load_submission(folder)
+    meta, results = sub.metadata, sub.results
+    report.version = sub.version
+    rds = results["dataset"]
+    if rds.get("content_hash") != sub.content_hash:
+        report.problems.append(f"{METADATA} names content hash {sub.content_hash}, {RESULTS} was scored on "
+                               f"{rds.get('content_hash')}")
+    if rds.get("revision") and rds["revision"] != sub.version:
+        report.problems.append(f"{METADATA} names dataset version {sub.version!r}, {RESULTS} was scored on "
+                               f"revision {rds['revision']!r}")
+    if meta.get("model") != results["model"] or meta.get("sampling") != results["sampling"]:
+        report.problems.append(f"{METADATA} and {RESULTS} disagree on the model or the sampling parameters")
+    if sub.variant != results.get("variant", "precise"):
+        report.problems.append(f"{METADATA} names the {sub.variant!r} instructions, {RESULTS} was scored on "
+                               f"{results.get('variant', 'precise')!r}")
+    if report.problems:
+        return
+
+    try:
+        tasks, manifest = load_tasks(dataset, sub.version)
+    except DatasetError as exc:
+        report.problems.append(f"cannot load dataset version {sub.version!r} from {dataset!r}: {exc}")
+        return
+    if manifest.get("version") not in (None, sub.version):
+        report.problems.append(f"{dataset!r} is dataset version {manifest['version']!r}, the submission names "
+                               f"{sub.version!r}")
+    if manifest["content_hash"] != sub.content_hash:
+        report.problems.append(
+            f"the submission was scored on dataset content hash {sub.content_hash}, but version {sub.version!r} "
+            f"({dataset}) has {manifest['content_hash']}: it was made on another dataset version or an edited "
+            "dataset; re-run python -m evaluate on this version"
+        )
+    if report.problems:
+        return
+
+    problems, per_task = coverage_problems(results, tasks)
+    report.problems += problems
+    report.tasks.update(per_task)
+    generations = read_generations(folder / GENERATIONS)
+    scored = {(r["task_id"], r["sample"]) for r in results["samples"]}
+    given: dict[tuple[str, int], dict] = {}
+    for row in generations:
+        key = (row["task_id"], row["sample"])
+        if key in given:
+            report.tasks.setdefault(key[0], []).append(f"sample {key[1]}: more than one line in {GENERATIONS}")
+        given[key] = row
+    for tid, s in sorted(scored - set(given)):
+        report.tasks.setdefault(tid, []).append(f"sample {s}: scored in {RESULTS} but has no line in {GENERATIONS}")
+    for tid, s in sorted(set(given) - scored):
+        report.tasks.setdefault(tid, []).append(f"sample {s}: in {GENERATIONS} but not scored in {RESULTS}")
+    if report.problems or report.tasks:
+        report.problems.append("re-scoring skipped until the submission covers exactly the dataset's tasks")
+        return
+
+    kind = meta.get("generations", "replies")
+    keys = expected_keys(results, tasks) if kind == "replies" else {}
+    codes: dict[str, list[str | None]] = {}
+    for t in tasks:
+        tid = t["task_id"]
+        for s in range(int(results["sampling"].get("n_samples", 1))):
+            row = given[(tid, s)]
+            if kind == "replies":
+                if "reply" not in row:
+                    report.tasks.setdefault(tid, []).append(f"sample {s}: {GENERATIONS} line has no reply")
+                elif row.get("key") != keys[(tid, s)]:
+                    report.tasks.setdefault(tid, []).append(
+                        f"sample {s}: the reply was not generated for this dataset's prompt with the recorded "
+                        "sampling (its prompt key differs)")
+                code = extract_code(row.get("reply"))
+            else:
+                code = row.get("code")
+                code = code if isinstance(code, str) and code.strip() else None
+            codes.setdefault(tid, []).append(code)
+    if report.tasks:
+        return
+
+    from evaluate.sandbox import Limits, Sandbox
+    from evaluate.scoring import score, summarize
+
+    if sandbox is None:
+        limit = timeout_s or (results.get("sandbox") or {}).get("timeout_s") or Limits().timeout_s
+        with Sandbox(workers, Limits(timeout_s=float(limit))) as own:
+            rescored = score(tasks, codes, own)
+    else:
+        rescored = score(tasks, codes, sandbox)
+    report.rescored = len(rescored)
+
+    submitted = {(r["task_id"], r["sample"]): r for r in results["samples"]}
+    for r in rescored:
+        sub_row = submitted[(r.task_id, r.sample)]
+        diffs = []
+        if sub_row.get("status") != r.status:
+            diffs.append(f"sample {r.sample}: submitted {sub_row.get('status')}, re-scored {r.status}"
+                         + (f" ({r.error})" if r.error else ""))
+        elif [(c.get("name"), c.get("status")) for c in sub_row.get("cases", [])] != \
+                [(c["name"], c["status"]) for c in r.cases]:
+            diffs.append(f"sample {r.sample}: test-case statuses differ: submitted "
+                         f"{[(c.get('name'), c.get('status')) for c in sub_row.get('cases', [])]}, re-scored "
+                         f"{[(c['name'], c['status']) for c in r.cases]}")
+        if sub_row.get("scenario") != r.scenario:
+            diffs.append(f"sample {r.sample}: submitted scenario {sub_row.get('scenario')!r}, the task's is "
+                         f"{r.scenario!r}")
+        if diffs:
+            report.tasks.setdefault(r.task_id, []).extend(diffs)
+    report.summary = _compare_summary(results["summary"], summarize(rescored, _ks(results["summary"])))
+
+
+def _stamp(folder: Path, report: Report) -> dict:
+    from builder import __version__
+
+    sub = load_submission(folder)
+    return {
+        "format": STAMP_FORMAT,
+        "status": "valid",
+        "validated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "stateeval": __version__,
+        "dataset": {"version": sub.version, "content_hash": sub.content_hash},
+        "variant": sub.variant,
+        "rescored_samples": report.rescored,
+        "files": file_digests(folder),
+    }
+
+
+def stamp_problem(folder: Path) -> str | None:
+    """Why `build` must leave a submission out (None: validated, and unchanged since)."""
+    path = Path(folder) / VALIDATION
+    if not path.is_file():
+        return "not validated (no validation.json)"
+    try:
+        stamp = json.loads(path.read_text())
+    except json.JSONDecodeError:
+        return "validation.json is not valid JSON"
+    if not isinstance(stamp, dict) or stamp.get("status") != "valid":
+        return "validation.json does not say valid"
+    try:
+        digests = file_digests(Path(folder))
+    except OSError as exc:
+        return f"a submitted file cannot be read ({exc})"
+    changed = [name for name, digest in digests.items() if stamp.get("files", {}).get(name) != digest]
+    if changed:
+        return f"{', '.join(changed)} changed after validation"
+    return None

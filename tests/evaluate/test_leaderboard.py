@@ -1,0 +1,309 @@
+"""`python -m evaluate.leaderboard`: submissions made from real runs validate; edited ones are refused; the board.
+
+Every submission here comes from a real `python -m evaluate` run on the session's small dataset (see
+leaderboard_support.py). Refusal cases start from a copy of a validated submission and change one thing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from evaluate.leaderboard import SubmissionError, build, load_submission, submit, validate
+from evaluate.leaderboard.board import (
+    BuildReport,
+    Entry,
+    Group,
+    parameter_count,
+    render_html,
+    render_markdown,
+    version_key,
+)
+from evaluate.leaderboard.validation import stamp_problem
+from tests.evaluate.leaderboard_support import board as make_board
+from tests.evaluate.leaderboard_support import cli, expected_pass1, ok
+
+
+@pytest.fixture(scope="module")
+def lb(small_dataset, tmp_path_factory):
+    return make_board(Path(small_dataset), tmp_path_factory)
+
+
+def copy(src: Path, dest: Path) -> Path:
+    shutil.copytree(src, dest)
+    return dest
+
+
+def edit_json(path: Path, change) -> None:
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data, indent=2) + "\n")
+
+
+def edit_lines(path: Path, change) -> None:
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps(r) + "\n" for r in change(rows)))
+
+
+# ------------------------------------------------------------------------------------------------------- submit
+
+def test_submission_holds_the_run_and_the_model_metadata(lb):
+    folder = lb.submissions["reference"]
+    assert re.fullmatch(r"Reference-replay_\d{4}-\d{2}-\d{2}", folder.name)
+    assert folder.parent == lb.root / "submissions"
+    assert (folder / "results.json").read_bytes() == (lb.runs["reference"] / "results.json").read_bytes()
+    meta = json.loads((folder / "metadata.json").read_text())
+    results = json.loads((folder / "results.json").read_text())
+    assert meta["name"] == "Reference replay" and meta["organisation"] == "StateEval"
+    assert meta["weights"] == "open" and meta["link"] == "https://example.org/reference"
+    assert meta["dataset"] == {"version": "v1.0.0", "content_hash": results["dataset"]["content_hash"],
+                               "tasks": 12, "scenarios": ["tensor"]}
+    assert meta["evaluation_date"] == results["evaluated_at"][:10] and meta["generations"] == "replies"
+    gens = [json.loads(line) for line in (folder / "generations.jsonl").read_text().splitlines()]
+    assert [(g["task_id"], g["sample"]) for g in gens] == [(s["task_id"], s["sample"]) for s in results["samples"]]
+    assert all(g["reply"].startswith("```python") for g in gens)
+
+
+def test_submission_keeps_only_the_replies_the_run_scored(lb, tmp_path):
+    run = copy(lb.runs["reference"], tmp_path / "run")
+    stale = {"key": "0" * 24, "task_id": "tensor-0000", "sample": 0, "reply": "RESULT = 'from an older prompt'"}
+    with open(run / "generations.jsonl", "a") as f:
+        f.write(json.dumps(stale) + "\n")
+    folder = submit(run, "Stale lines", root=tmp_path / "lb")
+    text = (folder / "generations.jsonl").read_text()
+    assert "older prompt" not in text and len(text.splitlines()) == 12
+
+
+def test_samples_run_packages_its_samples_file_as_the_generations(lb):
+    folder = lb.submissions["zeta"]
+    meta = json.loads((folder / "metadata.json").read_text())
+    assert meta["generations"] == "code" and meta["parameters"] == "7B"
+    gens = [json.loads(line) for line in (folder / "generations.jsonl").read_text().splitlines()]
+    given = [json.loads(line) for line in lb.samples["zeta"].read_text().splitlines()]
+    assert [(g["task_id"], g["code"]) for g in gens] == [(s["task_id"], s["code"]) for s in given]
+
+
+def test_samples_run_without_its_samples_file_says_what_to_pass(lb, tmp_path):
+    with pytest.raises(SubmissionError, match="--samples"):
+        submit(lb.runs["zeta"], "Zeta", root=tmp_path)
+
+
+def test_run_without_a_dataset_version_asks_for_one(lb, tmp_path):
+    run = copy(lb.runs["reference"], tmp_path / "run")
+    edit_json(run / "results.json", lambda r: r["dataset"].update(revision=None))
+    with pytest.raises(SubmissionError, match="--dataset-version"):
+        submit(run, "No version", root=tmp_path / "lb")
+    folder = submit(run, "No version", dataset_version="v1.0.0", root=tmp_path / "lb")
+    assert load_submission(folder).version == "v1.0.0"
+
+
+def test_existing_submission_is_not_replaced_without_force(lb):
+    with pytest.raises(SubmissionError, match="--force"):
+        submit(lb.runs["reference"], "Reference replay", root=lb.root)
+
+
+def test_link_must_be_http(lb, tmp_path):
+    with pytest.raises(SubmissionError, match="http"):
+        submit(lb.runs["reference"], "Bad link", link="javascript:alert(1)", root=tmp_path)
+
+
+# ----------------------------------------------------------------------------------------------------- validate
+
+def test_submissions_made_from_real_runs_validate(lb):
+    for label, folder in lb.submissions.items():
+        assert stamp_problem(folder) is None, label
+        stamp = json.loads((folder / "validation.json").read_text())
+        assert stamp["status"] == "valid" and stamp["rescored_samples"] == (3 if label.endswith("v2") else 12)
+
+
+def test_validate_command_accepts_a_real_submission(lb, tmp_path):
+    folder = copy(lb.submissions["zeta"], tmp_path / "zeta")
+    (folder / "validation.json").unlink()
+    proc = ok(cli("evaluate.leaderboard", "validate", folder, "--dataset", lb.dataset_v1, "--workers", "2"))
+    assert proc.stdout.startswith(f"valid: {folder} (dataset v1.0.0): re-scored 12 sample(s)")
+    assert stamp_problem(folder) is None
+
+
+def test_one_edited_score_is_refused_naming_the_task(lb, tmp_path):
+    folder = copy(lb.submissions["zeta"], tmp_path / "edited")
+
+    def promote(results):
+        row = next(s for s in results["samples"] if s["status"] == "result_error")
+        row["status"], row["cases"][0]["status"] = "pass", "pass"
+        results["summary"]["overall"]["pass@1"] += 1 / 12
+        results["edited_task"] = row["task_id"]
+
+    edit_json(folder / "results.json", promote)
+    task = json.loads((folder / "results.json").read_text())["edited_task"]
+    proc = cli("evaluate.leaderboard", "validate", folder, "--dataset", lb.dataset_v1, "--workers", "2")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout.startswith(f"refused: {folder}")
+    assert "1 task(s) differ from results.json" in proc.stdout
+    assert re.search(rf"{task}: sample 0: submitted pass, re-scored result_error", proc.stdout)
+    assert re.search(r"overall\.pass@1: submitted 0\.75, re-scored 0\.666", proc.stdout)
+    assert not (folder / "validation.json").exists()  # the copied stamp is removed
+
+
+def test_an_edited_generation_is_refused(lb, tmp_path):
+    folder = copy(lb.submissions["reference"], tmp_path / "reply")
+
+    def swap(rows):
+        rows[3]["reply"] = "```python\nRESULT = 0\n```"
+        return rows
+
+    edit_lines(folder / "generations.jsonl", swap)
+    report = validate(folder, str(lb.dataset_v1), workers=2)
+    assert not report.ok and list(report.tasks) == ["tensor-0003"]
+    assert "submitted pass, re-scored result_error" in report.tasks["tensor-0003"][0]
+    assert report.summary == ["overall.pass@1: submitted 1.0, re-scored 0.9166666666666666",
+                              "overall.statuses.pass: submitted 12, re-scored 11",
+                              "overall.statuses.result_error: submitted 0, re-scored 1",
+                              "scenarios.tensor.pass@1: submitted 1.0, re-scored 0.9166666666666666",
+                              "scenarios.tensor.statuses.pass: submitted 12, re-scored 11",
+                              "scenarios.tensor.statuses.result_error: submitted 0, re-scored 1"]
+
+
+def test_a_missing_task_is_refused_naming_it(lb, tmp_path):
+    folder = copy(lb.submissions["beta"], tmp_path / "missing")
+    edit_json(folder / "results.json",
+              lambda r: r.update(samples=[s for s in r["samples"] if s["task_id"] != "tensor-0005"]))
+    edit_lines(folder / "generations.jsonl", lambda rows: [g for g in rows if g["task_id"] != "tensor-0005"])
+    report = validate(folder, str(lb.dataset_v1))
+    assert not report.ok
+    assert "1 of the dataset's 12 tasks are missing from results.json: tensor-0005" in report.format()
+    assert report.rescored == 0  # nothing is re-scored against a submission that does not cover the version
+
+
+def test_a_missing_generation_is_refused_naming_the_task(lb, tmp_path):
+    folder = copy(lb.submissions["reference"], tmp_path / "nogen")
+    edit_lines(folder / "generations.jsonl", lambda rows: [g for g in rows if g["task_id"] != "tensor-0007"])
+    report = validate(folder, str(lb.dataset_v1))
+    assert not report.ok and "tensor-0007" in report.tasks
+    assert "no line in generations.jsonl" in report.tasks["tensor-0007"][0]
+
+
+def test_another_dataset_version_is_refused(lb, tmp_path):
+    folder = copy(lb.submissions["reference-v2"], tmp_path / "v2")
+    report = validate(folder, str(lb.dataset_v1))  # the v2 run, checked against the v1 dataset
+    assert not report.ok and report.version == "v2.0.0"
+    assert "another dataset version" in report.format()
+    v1_hash = json.loads((lb.dataset_v1 / "MANIFEST.json").read_text())["content_hash"]
+    assert v1_hash in report.format()
+
+
+def test_a_submission_relabelled_to_another_version_is_refused(lb, tmp_path):
+    folder = copy(lb.submissions["reference"], tmp_path / "relabelled")
+    edit_json(folder / "metadata.json", lambda m: m["dataset"].update(version="v2.0.0"))
+    report = validate(folder, str(lb.dataset_v2))
+    assert not report.ok and "revision 'v1.0.0'" in report.format()
+
+
+def test_prompt_keys_tie_replies_to_this_datasets_prompts(lb, tmp_path):
+    folder = copy(lb.submissions["reference"], tmp_path / "keys")
+    edit_lines(folder / "generations.jsonl", lambda rows: [dict(g, key="f" * 24) if g["sample"] == 0
+                                                           and g["task_id"] == "tensor-0002" else g for g in rows])
+    report = validate(folder, str(lb.dataset_v1))
+    assert list(report.tasks) == ["tensor-0002"] and "prompt key differs" in report.tasks["tensor-0002"][0]
+
+
+# -------------------------------------------------------------------------------------------------------- build
+
+@pytest.fixture(scope="module")
+def built(lb, tmp_path_factory):
+    out = tmp_path_factory.mktemp("site")
+    proc = ok(cli("evaluate.leaderboard", "build", "--out", out, "--root", lb.root))
+    return out, proc
+
+
+def test_build_ranks_each_dataset_version_on_its_own(lb, built):
+    out, proc = built
+    data = json.loads((out / "leaderboard.json").read_text())
+    assert [v["version"] for v in data["versions"]] == ["v2.0.0", "v1.0.0"]
+    v2, v1 = data["versions"]
+    assert [e["name"] for e in v1["entries"]] == ["Reference replay", "Zeta-7B", "Beta-70B"]
+    assert [e["rank"] for e in v1["entries"]] == [1, 2, 3]
+    assert [e["name"] for e in v2["entries"]] == ["Reference replay v2"] and v2["entries"][0]["rank"] == 1
+    assert [e["pass1"] for e in v1["entries"]] == [expected_pass1(lb.submissions[k]) for k in ("reference", "zeta",
+                                                                                                "beta")]
+    assert "dataset v1.0.0" in proc.stdout and "dataset v2.0.0" in proc.stdout
+
+
+def test_html_has_one_table_per_version_and_no_network(built):
+    out, _ = built
+    page = (out / "index.html").read_text()
+    tables = re.findall(r'<table class="board" data-version="([^"]+)"', page)
+    assert tables == ["v2.0.0", "v1.0.0"]
+    v1 = page.split('data-version="v1.0.0"><h2>', 1)[1]
+    assert "Reference replay v2" not in v1.split("</section>")[0]
+    assert not re.search(r'(src|href)="(https?:)?//(?!example\.org)', page)  # only the submitted model link
+    assert "<script src" not in page and "<link" not in page
+
+
+def test_markdown_table(built):
+    out, _ = built
+    md = (out / "leaderboard.md").read_text()
+    v2, v1 = md.split("**StateEval v1.0.0**")
+    assert "Reference replay v2" in v2 and "Zeta-7B" not in v2
+    lines = [line for line in v1.splitlines() if line.startswith("| ")]
+    assert lines[0] == "| # | model | organisation | params | weights | pass@1 | tensor | errors | date |"
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[1:]]
+    assert [r[:7] for r in rows] == [
+        ["1", "[Reference replay](https://example.org/reference)", "StateEval", "–", "open", "100.0", "100.0"],
+        ["2", "Zeta-7B", "Zeta Labs", "7B", "closed", "66.7", "66.7"],
+        ["3", "Beta-70B", "Beta AI", "70B", "open", "50.0", "50.0"],
+    ]
+    assert rows[1][7] == "syntax 1, execution 1, result 1, no code 1"
+
+
+def test_build_leaves_out_unvalidated_and_edited_submissions(lb, tmp_path):
+    root = tmp_path / "lb"
+    shutil.copytree(lb.root, root)
+    subs = root / "submissions"
+    (subs / lb.submissions["beta"].name / "validation.json").unlink()
+    edit_json(subs / lb.submissions["zeta"].name / "results.json",
+              lambda r: r["summary"]["overall"].update({"pass@1": 0.99}))
+    report = build(tmp_path / "site", root)
+    names = [e.name for g in report.groups for e in g.entries]
+    assert names == ["Reference replay v2", "Reference replay"]
+    assert "not validated" in report.skipped[lb.submissions["beta"].name]
+    assert "results.json changed after validation" in report.skipped[lb.submissions["zeta"].name]
+
+
+def test_build_inserts_the_markdown_between_markers(lb, tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("# Card\n\n<!-- leaderboard:start -->\nold\n<!-- leaderboard:end -->\n\nafter\n")
+    build(tmp_path / "site", lb.root, insert_into=[readme])
+    text = readme.read_text()
+    assert "old" not in text and text.endswith("<!-- leaderboard:end -->\n\nafter\n")
+    assert "| 3 | Beta-70B | Beta AI | 70B | open | 50.0 | 50.0 |" in text
+    with pytest.raises(SubmissionError, match="markers"):
+        build(tmp_path / "site", lb.root, insert_into=[tmp_path / "site" / "leaderboard.md"])
+
+
+def test_text_from_a_submission_is_escaped():
+    e = Entry(folder="x", name="<script>alert(1)</script>", organisation="A & B", parameters="<b>", weights="open",
+              link=None, model="m", date="2026-01-01", version="v1<", content_hash="0" * 64, tasks=1, n_samples=1,
+              pass1=1.0, scenarios={"tensor": 1.0}, statuses={"pass": 1}, rank=1)
+    e.statuses = {s: e.statuses.get(s, 0) for s in ("pass", "syntax_error", "execution_error", "result_error",
+                                                     "timeout", "no_code")}
+    page = render_html(BuildReport([Group("v1<", "0" * 64, [e])]), "now")
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "A &amp; B" in page
+    assert "\\|" in render_markdown(BuildReport([Group("v1", "0" * 64, [Entry(**{**e.__dict__, "name": "a|b"})])]))
+
+
+def test_parameter_counts_and_versions_sort_as_numbers():
+    assert parameter_count("7B") == 7e9 and parameter_count("70B") == 7e10 and parameter_count("135M") == 1.35e8
+    assert parameter_count("1.5T") == 1.5e12 and parameter_count("unknown") is None and parameter_count(None) is None
+    assert sorted(["v1.9.0", "v1.10.0", "v1.2.0"], key=version_key) == ["v1.2.0", "v1.9.0", "v1.10.0"]
+
+
+def test_help():
+    proc = ok(cli("evaluate.leaderboard", "--help"))
+    assert "submit" in proc.stdout and "validate" in proc.stdout and "build" in proc.stdout
+    for command in ("submit", "validate", "build"):
+        ok(cli("evaluate.leaderboard", command, "--help"))
