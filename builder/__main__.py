@@ -12,7 +12,6 @@ Examples:
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from builder.config import BuildConfig
@@ -103,7 +102,12 @@ def main(argv: list[str] | None = None) -> int:
     for reason, count in report["rejections"].items():
         print(f"  dropped {count}: {reason}")
     print(f"wrote {config.out} in {report['seconds']} s (content hash {report['manifest']['content_hash'][:12]})")
-    print(json.dumps(report["statistics"], indent=None))
+    from builder.stats import format_table, table1
+    from evaluate.data import load_tasks
+
+    tasks, _ = load_tasks(config.out)
+    print("\nthe paper's Table I on this build (also in the card, README.md):")
+    print(format_table(table1(tasks)))
     if "fresh" in report:
         from builder.fresh import describe
 

@@ -179,3 +179,22 @@ def created_after(tasks: list[dict], since: str) -> list[dict]:
         dates = sorted({t.get("created_at") or "?" for t in tasks})
         raise DatasetError(f"no task was created after {since} (the dataset's dates: {', '.join(dates) or 'none'})")
     return kept
+
+
+def sample_lines(path: str | Path):
+    """Yield (line number, task_id, code) for each `{"task_id": ..., "code": ...}` line of a samples file.
+
+    One reader for `evaluate --samples` and leaderboard submissions, so both accept exactly the same files.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise DatasetError(f"samples file {path} not found; pass a JSONL file with one {{task_id, code}} per line")
+    for n, line in enumerate(p.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            task_id, code = row["task_id"], row["code"]
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise DatasetError(f"{path}:{n}: expected a JSON object with task_id and code ({exc})") from exc
+        yield n, task_id, code

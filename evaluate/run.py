@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from evaluate.data import DatasetError, created_after, load_tasks
+from evaluate.data import DatasetError, created_after, load_tasks, sample_lines
 from evaluate.models import Request, Sampling, get_backend, resolve
 from evaluate.models.cache import GenerationCache, prompt_key
 from evaluate.prompts import build_messages, extract_code
@@ -57,18 +57,8 @@ def run_dir(config: EvalConfig) -> Path:
 
 def read_samples(path: str, task_ids: set[str]) -> dict[str, list[str | None]]:
     """{"task_id": ..., "code": ...} per line; several lines for one task are several samples."""
-    p = Path(path)
-    if not p.is_file():
-        raise DatasetError(f"samples file {path} not found; pass a JSONL file with one {{task_id, code}} per line")
     codes: dict[str, list[str | None]] = defaultdict(list)
-    for n, line in enumerate(p.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            task_id, code = row["task_id"], row["code"]
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise DatasetError(f"{path}:{n}: expected a JSON object with task_id and code ({exc})") from exc
+    for n, task_id, code in sample_lines(path):
         if task_id not in task_ids:
             raise DatasetError(f"{path}:{n}: task_id {task_id!r} is not in the dataset (wrong --dataset?)")
         codes[task_id].append(code if isinstance(code, str) and code.strip() else None)

@@ -25,7 +25,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from evaluate.data import DatasetError, load_tasks
+from evaluate.data import DatasetError, load_tasks, sample_lines
 
 RESULTS = "results.json"
 GENERATIONS = "generations.jsonl"
@@ -165,21 +165,15 @@ def _run_generations(run_dir: Path, results: dict, tasks: list[dict]) -> list[di
 
 
 def _samples_generations(samples: Path, results: dict) -> list[dict]:
-    if not samples.is_file():
-        raise SubmissionError(f"samples file {samples} not found")
     count: dict[str, int] = {}
     rows = []
-    for n, line in enumerate(samples.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            task_id, code = row["task_id"], row["code"]
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise SubmissionError(f"{samples}:{n}: expected a JSON object with task_id and code ({exc})") from exc
-        s = count.get(task_id, 0)
-        count[task_id] = s + 1
-        rows.append({"task_id": task_id, "sample": s, "code": code if isinstance(code, str) else None})
+    try:
+        for _, task_id, code in sample_lines(samples):
+            s = count.get(task_id, 0)
+            count[task_id] = s + 1
+            rows.append({"task_id": task_id, "sample": s, "code": code if isinstance(code, str) else None})
+    except DatasetError as exc:
+        raise SubmissionError(str(exc)) from exc
     scored = {(r["task_id"], r["sample"]) for r in results["samples"]}
     if {(r["task_id"], r["sample"]) for r in rows} != scored:
         raise SubmissionError(f"{samples} does not hold the samples results.json scored (other task ids or counts); "
