@@ -49,6 +49,7 @@ from scenarios import get_scenario, load_world
 from scenarios.base import canonical_json
 
 RESULT_CAP = 64 * 1024 * 1024  # bytes of serialised RESULT a child may send back
+CPU_GRACE_S = 1  # CPU seconds between SIGXCPU (soft limit) and SIGKILL (hard limit)
 MB = 1024 * 1024
 ROOT = Path(__file__).resolve().parents[1]
 WORLD_PACKAGES = ("scenarios", "evaluate")  # the only parts of the repository a jailed child sees
@@ -243,16 +244,16 @@ def _reap_leftovers(keep: set[int], uid: int | None) -> int:
 
 def _limits(limits: dict) -> None:
     """Resource limits for the child. Address space, CPU time, file size, open files, processes."""
-    def cap(res, value):
+    def cap(res, value, grace=0):
         try:
             soft, hard = resource.getrlimit(res)
-            value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-            resource.setrlimit(res, (value, value))
+            top = value + grace if hard == resource.RLIM_INFINITY else min(value + grace, hard)
+            resource.setrlimit(res, (min(value, top), top))
         except (ValueError, OSError):
             pass
 
     cap(resource.RLIMIT_AS, limits["memory_mb"] * MB)
-    cap(resource.RLIMIT_CPU, limits["cpu_s"])
+    cap(resource.RLIMIT_CPU, limits["cpu_s"], CPU_GRACE_S)
     cap(resource.RLIMIT_FSIZE, limits["file_size_mb"] * MB)
     cap(resource.RLIMIT_NOFILE, limits["open_files"])
     cap(resource.RLIMIT_NPROC, limits["processes"])
@@ -430,9 +431,11 @@ class Runner:
         # Output goes to an unlinked file the worker holds: the program cannot swap it for a link or a pipe.
         out, path = tempfile.mkstemp(dir=self.home)
         os.unlink(path)
-        start = time.monotonic()
         try:
             world.reset(case)
+            # The wall clock starts after the reset: restoring the world (restarting a service an earlier program
+            # killed or kept busy) is the worker's time, not this program's.
+            start = time.monotonic()
             keep = _children()  # the world's own processes (a service), never a job's
             rfd, wfd = os.pipe()
             me = os.getpid()
@@ -444,7 +447,8 @@ class Runner:
             data, how = _collect(rfd, pid, start + limits["timeout_s"])
             os.close(rfd)
             _kill_group(pid)  # the program and the processes it started in its group
-            _, wait_status = os.waitpid(pid, 0)
+            _, wait_status, usage = os.wait4(pid, 0)
+            cpu = usage.ru_utime + usage.ru_stime
             leftovers = _reap_leftovers(keep, self.uid)  # and those that left the group
             seconds = time.monotonic() - start
             output = _read_capped(out, limits["output_bytes"])
@@ -453,7 +457,9 @@ class Runner:
             elif how == "too_large":
                 report = {"status": "result_error", "error": f"RESULT is larger than {RESULT_CAP // MB} MB"}
             elif not data:
-                report = {"status": _early_exit_status(wait_status), "error": _early_exit_text(wait_status)}
+                out_of_cpu = _out_of_cpu(wait_status, cpu, limits["cpu_s"])
+                report = {"status": "timeout" if out_of_cpu else "execution_error",
+                          "error": "the program used up its CPU time" if out_of_cpu else _early_exit_text(wait_status)}
             else:
                 report = _checked_report(data)
             if report["status"] == "ok":
@@ -493,18 +499,23 @@ def _checked_report(data: bytes) -> dict:
     return {k: report[k] for k in ("status", "result", "recorded", "error", "traceback") if k in report}
 
 
-def _early_exit_status(wait_status: int) -> str:
-    if os.WIFSIGNALED(wait_status) and os.WTERMSIG(wait_status) == signal.SIGXCPU:
-        return "timeout"
-    return "execution_error"
+def _out_of_cpu(wait_status: int, cpu: float, cpu_s: float) -> bool:
+    """Whether the kernel ended the child for its CPU time (a timeout, not an error of the program).
+
+    RLIMIT_CPU sends SIGXCPU at the soft limit (`cpu_s`) and SIGKILL at the hard one, CPU_GRACE_S later: a
+    program that ignores SIGXCPU dies of SIGKILL, told apart from any other SIGKILL by the CPU time it used. (With
+    equal limits the kernel sends SIGKILL straight away, and the CPU time a multi-threaded child reports can fall
+    a few ticks short of the limit that killed it.)
+    """
+    if not os.WIFSIGNALED(wait_status):
+        return False
+    sig = os.WTERMSIG(wait_status)
+    return sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu >= cpu_s)
 
 
 def _early_exit_text(wait_status: int) -> str:
     if os.WIFSIGNALED(wait_status):
-        sig = os.WTERMSIG(wait_status)
-        if sig == signal.SIGXCPU:
-            return "the program used up its CPU time"
-        return f"the program was killed by {signal.Signals(sig).name}"
+        return f"the program was killed by {signal.Signals(os.WTERMSIG(wait_status)).name}"
     return f"the program ended the process early (exit code {os.WEXITSTATUS(wait_status)})"
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -19,6 +20,15 @@ import threading
 import time
 
 START_TIMEOUT_S = 60.0  # first start imports FastAPI; a loaded 2-core machine can take several seconds
+# The service's address space: about 200 MB is what it maps when idle; the rest bounds what a program can make
+# it hold (a request body of gigabytes) instead of the machine's memory.
+MEMORY_LIMIT_MB = 1024
+SETTLE_POLL_S = 0.002  # how often `settle` looks at the service's connections
+# TCP states (as /proc/net/tcp writes them) of a server-side connection the service has not closed yet, so may
+# still read a request from and act on: SYN_RECV, ESTABLISHED (accepted or waiting in the listen queue),
+# CLOSE_WAIT (the client is gone, its last requests possibly unread).
+OPEN_STATES = {"03", "01", "08"}
+PR_SET_PDEATHSIG = 1
 
 
 def serve(host: str = "127.0.0.1", port: int = 18080, db: str = "session_service.sqlite3", fd: int | None = None,
@@ -33,11 +43,27 @@ def serve(host: str = "127.0.0.1", port: int = 18080, db: str = "session_service
                             lifespan="off", timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)
     if exit_with_parent:
+        _die_with_parent(os.getppid())
         _watch_parent(os.getppid())
     if fd is not None:
         server.run(sockets=[socket.socket(fileno=fd)])
     else:
         server.run()
+
+
+def _die_with_parent(parent: int) -> None:
+    """Have the kernel kill the service when its parent dies (PR_SET_PDEATHSIG, Linux).
+
+    The watching thread below cannot do that while a request holds the interpreter (a catastrophic `$regex`
+    runs in C and never lets the thread in), so a busy service would outlive a killed worker, spinning.
+    """
+    import ctypes
+    import signal
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before the call above
+        os._exit(0)
 
 
 def _watch_parent(parent: int) -> None:
@@ -85,6 +111,11 @@ class ServiceProcess:
                      "--exit-with-parent", "--log-level", "warning"],
                     pass_fds=(fd,), stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
                 )
+            limit = MEMORY_LIMIT_MB * 1024 * 1024
+            try:
+                resource.prlimit(self.proc.pid, resource.RLIMIT_AS, (limit, limit))
+            except ProcessLookupError:  # it exited at once; _wait_ready says so
+                pass
         finally:
             sock.close()  # the service holds its own copy; ours must not reach forked test-case children
         self._wait_ready()
@@ -108,6 +139,58 @@ class ServiceProcess:
                 self.stop()
                 raise RuntimeError(f"the session service did not answer within {START_TIMEOUT_S:.0f} s")
             time.sleep(0.05)
+
+    def settle(self, timeout: float) -> bool:
+        """Whether the service is done with every earlier client within `timeout` seconds.
+
+        A program can leave work behind in the service: requests it sent on connections it never read from
+        (served after the program is gone, so after the next test case's reset), or one slow request that holds
+        the event loop (a catastrophic `$regex`). Done means: no connection to the service's port is still open on
+        its side, and it answers a fresh request (the event loop runs the requests it had already read first).
+        """
+        deadline = time.monotonic() + timeout
+        while self._open_connections():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(SETTLE_POLL_S)
+        try:
+            left = max(SETTLE_POLL_S, deadline - time.monotonic())
+            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=left)
+            try:
+                conn.request("GET", "/info")
+                return conn.getresponse().status == 200
+            finally:
+                conn.close()
+        except OSError:
+            return False
+
+    def _open_connections(self) -> int:
+        """Connections to the service's port that the service has not closed (read from /proc/net/tcp*)."""
+        port = f"{self.port:04X}"
+        count = 0
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            try:
+                with open(table) as f:
+                    next(f)
+                    for line in f:
+                        fields = line.split()
+                        if fields[1].rsplit(":", 1)[1] == port and fields[3] in OPEN_STATES:
+                            count += 1
+            except OSError:
+                pass
+        return count
+
+    def kill(self) -> None:
+        """Stop the service at once: a busy one cannot shut down gracefully (its signal handler never runs)."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def restart(self) -> "ServiceProcess":
+        """Kill the service and start a fresh one on a new port."""
+        self.kill()
+        return self.start()
 
     def stop(self) -> None:
         if self.proc is None:

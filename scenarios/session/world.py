@@ -9,9 +9,11 @@ Why reset and snapshot open the database file instead of calling the service: a 
 on the same port as the public API, so the untrusted program could call it too and rewrite the stored state
 the oracle is read from. Going to the file keeps the HTTP surface exactly the original API, so through the
 service a program can change the state only as any client could; it is also faster (no request round trips).
-Remaining gap: the child runs as the same OS user as the worker, so a hostile program could still find and
-write the SQLite file, or kill the service (the next `reset` restarts a service that died). That is the
-sandbox's general same-user gap, tracked there.
+A program can also leave work behind in the service (requests on connections it never read from, a request that
+keeps the event loop busy); `reset` waits for the service to settle and restarts it when it does not, so none of
+that lands after the next test case's reset. When the sandbox runs jobs as the harness's own user (not root),
+a hostile program could still find and write the SQLite file, or kill the service (the next `reset` restarts a
+service that died); as root the job's uid and jail put both out of its reach (see `evaluate.worker`).
 
 RESULT needs no id rewriting: the service mints ids deterministically per reset (see `scenarios.session.store`),
 salted with a hash of the test case's stored sessions, so the builder's oracle run and every later run of a
@@ -33,6 +35,9 @@ from scenarios.session import store
 from scenarios.session.server import ServiceProcess
 
 ASSET_KIND = "sessions"
+# How long the previous test case's requests may keep the service busy before it is restarted instead. A
+# correct program's requests are all answered before it ends, so only a hostile or runaway one waits this long.
+SETTLE_TIMEOUT_S = 2.0
 
 
 def _sessions_asset(case: dict) -> bytes:
@@ -52,6 +57,8 @@ class SessionWorld(World):
     def reset(self, case: dict) -> None:
         if not self.service.alive:  # a program killed it, or it crashed: give the next test case a fresh one
             self.service.start()
+        elif not self.service.settle(SETTLE_TIMEOUT_S):  # still busy with an earlier program's requests
+            self.service.restart()
         raw = _sessions_asset(case)
         salt = hashlib.sha256(raw).hexdigest()[:32]
         store.reset(self._conn, json.loads(raw), salt)
@@ -69,6 +76,8 @@ class SessionWorld(World):
         return store.snapshot(self._conn)
 
     def close(self) -> None:
-        self.service.stop()
+        # At once, not gracefully: the database goes next, and a service kept busy by the last program would make
+        # the worker outlast the harness's patience when it stops (then it is killed before it cleans up).
+        self.service.kill()
         self._conn.close()
         shutil.rmtree(self._dir, ignore_errors=True)
