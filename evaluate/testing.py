@@ -14,6 +14,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
 
+def send_json(handler: BaseHTTPRequestHandler, status: int, payload, headers: dict | None = None) -> None:
+    """Answer an http.server request with a JSON body (and any extra headers)."""
+    data = json.dumps(payload).encode()
+    handler.send_response(status)
+    handler.send_header("content-type", "application/json")
+    handler.send_header("content-length", str(len(data)))
+    for k, v in (headers or {}).items():
+        handler.send_header(k, v)
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
 class ScriptedServer:
     def __init__(self, reply: Callable[[dict], str | int], delay_s: float = 0.0):
         self.reply = reply
@@ -52,14 +64,7 @@ class ScriptedServer:
                 })
 
             def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, status, payload, headers)
 
             def log_message(self, *args):  # quiet
                 pass
