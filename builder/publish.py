@@ -317,8 +317,12 @@ def landed_release(api, plan: Plan, retry: Retry) -> str | None:
 def hub_api():
     """An HfApi with the standard token (HF_TOKEN, else the one `hf auth login` stored)."""
     import huggingface_hub
+    from huggingface_hub import errors
 
-    token = huggingface_hub.get_token()
+    try:
+        token = huggingface_hub.get_token()
+    except getattr(errors, "OIDCError", ()) as exc:  # HF_OIDC_RESOURCE set outside a CI that can mint a token
+        raise PublishError(f"the token exchange failed: {exc}") from exc
     if not token:
         raise PublishError("no Hugging Face token: set HF_TOKEN or run `hf auth login` (write access needed)")
     return huggingface_hub.HfApi(token=token)
