@@ -317,11 +317,11 @@ def landed_release(api, plan: Plan, retry: Retry) -> str | None:
 def hub_api():
     """An HfApi with the standard token (HF_TOKEN, else the one `hf auth login` stored)."""
     import huggingface_hub
-    from huggingface_hub import errors
+    from huggingface_hub.errors import OIDCError
 
     try:
         token = huggingface_hub.get_token()
-    except getattr(errors, "OIDCError", ()) as exc:  # HF_OIDC_RESOURCE set outside a CI that can mint a token
+    except OIDCError as exc:  # HF_OIDC_RESOURCE set outside a CI that can mint a token
         raise PublishError(f"the token exchange failed: {exc}") from exc
     if not token:
         raise PublishError("no Hugging Face token: set HF_TOKEN or run `hf auth login` (write access needed)")

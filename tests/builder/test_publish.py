@@ -484,10 +484,6 @@ def test_hub_api_reads_the_token_hf_auth_login_stored(no_token):
 
 
 def test_a_failed_oidc_token_exchange_is_an_error_that_names_the_fix(no_token, monkeypatch):
-    from huggingface_hub import errors
-
-    if not hasattr(errors, "OIDCError"):
-        pytest.skip("this huggingface_hub predates the OIDC token exchange (HF_OIDC_RESOURCE)")
     monkeypatch.setenv("HF_OIDC_RESOURCE", "https://huggingface.co")  # keyless CI auth asked for, outside any CI
     for name in ("HF_OIDC_ID_TOKEN", "GITHUB_ACTIONS", "ACTIONS_ID_TOKEN_REQUEST_URL"):
         monkeypatch.delenv(name, raising=False)
