@@ -102,12 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     for reason, count in report["rejections"].items():
         print(f"  dropped {count}: {reason}")
     print(f"wrote {config.out} in {report['seconds']} s (content hash {report['manifest']['content_hash'][:12]})")
-    from builder.stats import format_table, table1
-    from evaluate.data import load_tasks
-
-    tasks, _ = load_tasks(config.out)
     print("\nthe paper's Table I on this build (also in the card, README.md):")
-    print(format_table(table1(tasks)))
+    print(report["table1"])
     if "fresh" in report:
         from builder.fresh import describe
 

@@ -55,8 +55,7 @@ def _write_shards(folder: Path, scenario: str, records: list[dict]) -> dict[str,
     return files
 
 
-def render_card(manifest: dict, stats: dict, records: dict[str, list[dict]] | None = None,
-                report: dict | None = None) -> str:
+def render_card(manifest: dict, table1: str, report: dict | None = None) -> str:
     def paths(scenario: str) -> str:
         mine = sorted(f for f in manifest["files"] if f.startswith(f"{DATA_DIR}/{scenario}-"))
         return "".join(f"\n    - {f}" for f in mine)
@@ -72,7 +71,7 @@ def render_card(manifest: dict, stats: dict, records: dict[str, list[dict]] | No
         "builder_version": manifest["builder_version"],
         "content_hash": manifest["content_hash"],
         "translator": manifest["config"]["translator"],
-        "stats_table": table1_markdown(records) if records is not None else stats_table(stats),
+        "stats_table": table1,
         "fresh_note": fresh_note((report or {}).get("fresh")),
         "scenarios": ", ".join(manifest["counts"]),
     }
@@ -83,9 +82,7 @@ def table1_markdown(records: dict[str, list[dict]]) -> str:
     """The paper's Table I measured on the records themselves (builder/stats.py), in the card's scenario order."""
     from builder.stats import format_table, table1
 
-    rows = table1([r for recs in records.values() for r in recs])
-    order = [s for s in records if s in rows] + ["all"]
-    return format_table({s: rows[s] for s in order if s in rows})
+    return format_table(table1([r for recs in records.values() for r in recs]))  # rows in the records' order
 
 
 def fresh_note(fresh: dict | None) -> str:
@@ -104,17 +101,6 @@ def fresh_note(fresh: dict | None) -> str:
             "`python -m evaluate --since YYYY-MM-DD`.")
 
 
-def stats_table(stats: dict) -> str:
-    head = "| scenario | tasks | API calls (mean) | path depth (mean) | bindings (mean) | with branch | pair coverage |"
-    rows = [head, "|---|---|---|---|---|---|---|"]
-    for s, st in stats.items():
-        rows.append(
-            f"| {s} | {st['tasks']} | {st['num_api_calls']:.2f} | {st['path_depth']:.2f} | "
-            f"{st['binding_count']:.2f} | {st['with_branch']} | {st['pair_coverage']:.3f} |"
-        )
-    return "\n".join(rows)
-
-
 def check_out(out: Path) -> None:
     """Refuse an --out that would destroy something that is not an earlier build (checked before any work)."""
     out = Path(out)
@@ -124,8 +110,8 @@ def check_out(out: Path) -> None:
         raise DatasetError(f"{out} exists and is not a StateEval dataset; choose another --out or remove it")
 
 
-def write_dataset(out: Path, records: dict[str, list[dict]], info: dict, stats: dict, report: dict) -> dict:
-    """Write the folder atomically; return its manifest."""
+def write_dataset(out: Path, records: dict[str, list[dict]], info: dict, report: dict, table1: str) -> dict:
+    """Write the folder atomically (`table1`: the card's Table I, from `table1_markdown`); return its manifest."""
     out = Path(out)
     check_out(out)
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
@@ -147,7 +133,7 @@ def write_dataset(out: Path, records: dict[str, list[dict]], info: dict, stats: 
             "versions": library_versions(),
         }
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        (tmp / "README.md").write_text(render_card(manifest, stats, records, report))
+        (tmp / "README.md").write_text(render_card(manifest, table1, report))
         (tmp / "build_report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
         if out.exists():
             old = out.with_name(f".{out.name}.old-{os.getpid()}")

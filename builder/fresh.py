@@ -28,13 +28,15 @@ build report like every other rejection, when it overlaps a previous task by
 from __future__ import annotations
 
 import ast
+import copy
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from builder.stats import RESULT, analyse
-from evaluate.data import DatasetError, load_tasks, read_manifest
+from evaluate.data import DatasetError, load_tasks
 
 NGRAM = 13
 WORD = re.compile(r"\w+")
@@ -125,12 +127,8 @@ def call_sequence_keys(reference: str, api_calls: list[str], setup_code: str = "
     keys = set()
     for path in flow.paths:
         rename = _Rename(names)  # one mapping per path, filled in call order
-        keys.add(tuple((api_calls[i], ast.unparse(rename.visit(_copy(flow.calls[i].node)))) for i in path))
+        keys.add(tuple((api_calls[i], ast.unparse(rename.visit(copy.deepcopy(flow.calls[i].node)))) for i in path))
     return keys
-
-
-def _copy(node: ast.AST) -> ast.AST:
-    return ast.parse(ast.unparse(node)).body[0]
 
 
 def ngrams(text: str, n: int = NGRAM) -> set[tuple[str, ...]]:
@@ -163,7 +161,7 @@ class TaskView:
 
     @classmethod
     def of_draft(cls, d) -> "TaskView":
-        texts = list(getattr(d, "instructions", {}).values()) or [d.instruction]
+        texts = list(d.instructions.values())
         return cls(d.task_id, d.scenario, d.program.reference_code(), d.cases[0]["setup_code"],
                    [c.api for c in d.program.all_calls], [t for t in texts if t])
 
@@ -195,10 +193,8 @@ class OverlapIndex:
         """The share of the text's distinctive 13-grams that a previous release holds (1.0 for a copied text)."""
         if normalise_text(text) in self.texts:
             return 1.0
-        mine = ngrams(text)
-        if self.ngram_share == 0:  # the literal rule: every 13-gram counts
-            return len([g for g in mine if self.df[g]]) / len(mine) if mine else 0.0
-        distinctive = [g for g in mine if self.df[g] < TEMPLATE_DF]
+        limit = math.inf if self.ngram_share == 0 else TEMPLATE_DF  # share 0: the literal rule, every 13-gram counts
+        distinctive = [g for g in ngrams(text) if self.df[g] < limit]
         return len([g for g in distinctive if self.df[g]]) / len(distinctive) if distinctive else 0.0
 
     def reasons(self, t: TaskView) -> list[str]:

@@ -21,7 +21,7 @@ from tqdm import tqdm
 
 from builder import __version__
 from builder.config import BuildConfig
-from builder.dataset import check_out, write_dataset
+from builder.dataset import check_out, table1_markdown, write_dataset
 from builder.fuzz import CoverageRecorder, NoValidCall
 from builder.program import Program, generate_program
 from builder.agents import AgentTranslator
@@ -285,5 +285,7 @@ def build(config: BuildConfig) -> dict:
     if fresh:
         report["fresh"] = fresh.summary()
     info = {"seed": config.seed, "created_at": config.created_at, "config": config.to_dict()}
-    report["manifest"] = write_dataset(Path(config.out), records, info, stats, report)
+    table1 = table1_markdown(records)
+    report["manifest"] = write_dataset(Path(config.out), records, info, report, table1)
+    report["table1"] = table1  # for the command line; build_report.json is written without it
     return report

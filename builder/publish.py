@@ -102,6 +102,16 @@ def make_plan(folder: Path, repo: str, version: str, manifest: dict, replay: str
     return Plan(folder, repo, version, upload_files(folder), manifest, message, description, private)
 
 
+def unlisted_shards(paths, listed) -> list[str]:
+    """The data files among `paths` that the release does not list (strays in a folder, stale ones on the Hub)."""
+    listed = set(listed)
+    return sorted(f for f in paths if f.startswith(f"{DATA_DIR}/") and f not in listed)
+
+
+def branch_head(refs) -> str | None:
+    return next((b.target_commit for b in refs.branches if b.name == BRANCH), None)
+
+
 # ---------------------------------------------------------------------------------------------- checks
 
 
@@ -128,7 +138,7 @@ def validate_folder(folder: Path) -> tuple[list[dict], dict]:
         schema = pq.read_schema(folder / rel)
         if not schema.equals(SCHEMA, check_metadata=False):
             raise PublishError(f"{rel} does not have this version's task schema; rebuild the dataset with it")
-    stray = sorted(f for f in upload_files(folder) if f.startswith(f"{DATA_DIR}/") and f not in listed)
+    stray = unlisted_shards(upload_files(folder), listed)
     if stray:
         raise PublishError(f"{', '.join(stray)} in {folder} are not listed in {MANIFEST}; remove them or rebuild")
     card = folder / "README.md"
@@ -247,11 +257,11 @@ def push(plan: Plan, api, retry: Retry | None = None) -> dict:
         if any(t.name == plan.tag for t in refs.tags):
             raise PublishError(f"{plan.repo} already has the tag {plan.tag}: a published version is never "
                                "overwritten; publish this folder as a new version")
-        head = next((b.target_commit for b in refs.branches if b.name == BRANCH), None)
+        head = branch_head(refs)
         step = "list the repo's files"
         existing = retry.call(step, api.list_repo_files, plan.repo, repo_type=REPO_TYPE, revision=BRANCH) \
             if head else []
-        stale = sorted(f for f in existing if f.startswith(f"{DATA_DIR}/") and f not in set(plan.files))
+        stale = unlisted_shards(existing, plan.files)
         operations = [CommitOperationAdd(path_in_repo=rel, path_or_fileobj=str(plan.folder / rel)) for rel in plan.files]
         operations += [CommitOperationDelete(path_in_repo=rel) for rel in stale]
         step = "upload the commit"
@@ -292,13 +302,13 @@ def landed_release(api, plan: Plan, retry: Retry) -> str | None:
     import hashlib
 
     refs = retry.call("list the repo's refs", api.list_repo_refs, plan.repo, repo_type=REPO_TYPE)
-    head = next((b.target_commit for b in refs.branches if b.name == BRANCH), None)
+    head = branch_head(refs)
     if head is None:
         return None
     entries = retry.call("list the repo's files", api.list_repo_tree, plan.repo, repo_type=REPO_TYPE,
                          revision=head, recursive=True)
     remote = {e.path: e for e in entries if hasattr(e, "blob_id")}  # files, not folders
-    if any(f.startswith(f"{DATA_DIR}/") and f not in set(plan.files) for f in remote):
+    if unlisted_shards(remote, plan.files):
         return None
     for rel in plan.files:
         entry, data = remote.get(rel), (plan.folder / rel).read_bytes()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ast
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from statistics import mean
 
@@ -47,7 +47,6 @@ class Flow:
 
     calls: list[CallSite]
     paths: list[list[int]]  # call indexes on each path through the program
-    produced_by: dict[str, int] = field(default_factory=dict)  # variable -> index of the call that made it
 
     def edges(self, path: list[int]) -> list[tuple[int, int]]:
         """(producer call, consumer call) for every variable a call on `path` reads from an earlier call on it."""
@@ -110,11 +109,7 @@ def analyse(reference: str) -> Flow:
         return paths
 
     paths = block(ast.parse(reference).body, [[]])
-    flow = Flow(calls, paths)
-    for c in calls:
-        for v in c.outputs:
-            flow.produced_by.setdefault(v, c.index)
-    return flow
+    return Flow(calls, paths)
 
 
 # ------------------------------------------------------------------------------------------- tokens
@@ -150,8 +145,8 @@ LABELS = {
 }
 
 
-def task_stats(task: dict) -> dict:
-    flow = analyse(task["reference_program"])
+def task_stats(task: dict, flow: Flow | None = None) -> dict:
+    flow = flow or analyse(task["reference_program"])
     return {
         "instruction_tokens": count_tokens(task["instruction"]),
         "code_tokens": count_tokens(task["reference_program"]),
@@ -176,37 +171,33 @@ def _num_apis(scenario: str) -> int | None:
         return None
 
 
+def _row(stats: list[dict], pairs: int, space: int | None) -> dict:
+    row = {"tasks": len(stats), **{m: _summary([s[m] for s in stats]) for m in METRICS}}
+    row["with_branch"] = sum(s["has_branch"] for s in stats)
+    row["branch_share"] = round(row["with_branch"] / len(stats), 3) if stats else 0.0
+    row["pairs"], row["pair_space"] = pairs, space
+    row["pair_coverage"] = round(pairs / space, 3) if space else None
+    return row
+
+
 def table1(tasks: list[dict]) -> dict:
     """{scenario: row, ..., "all": row}; a row has tasks, mean/min/max per metric, branch share, pair coverage."""
     by: dict[str, list[dict]] = {}
     for t in tasks:
         by.setdefault(t["scenario"], []).append(t)
-    rows, pooled_pairs, pooled_space = {}, 0, 0
-    per_task: dict[str, dict] = {}
+    rows, everything, pooled_pairs, pooled_space = {}, [], 0, 0
     for scenario, ts in by.items():
-        stats = [task_stats(t) for t in ts]
-        for t, s in zip(ts, stats):
-            per_task[t["task_id"]] = s
-        pairs: set[tuple[str, str]] = set()
+        stats, pairs = [], set()
         for t in ts:
-            pairs |= analyse(t["reference_program"]).api_pairs(list(t["api_calls"]))
+            flow = analyse(t["reference_program"])
+            stats.append(task_stats(t, flow))
+            pairs |= flow.api_pairs(list(t["api_calls"]))
         n_apis = _num_apis(scenario)
-        row = {"tasks": len(ts), **{m: _summary([s[m] for s in stats]) for m in METRICS}}
-        row["with_branch"] = sum(s["has_branch"] for s in stats)
-        row["branch_share"] = round(row["with_branch"] / len(ts), 3)
-        row["pairs"] = len(pairs)
-        row["pair_space"] = n_apis * n_apis if n_apis else None
-        row["pair_coverage"] = round(len(pairs) / row["pair_space"], 3) if n_apis else None
-        rows[scenario] = row
+        rows[scenario] = _row(stats, len(pairs), n_apis * n_apis if n_apis else None)
+        everything += stats
         pooled_pairs += len(pairs)
-        pooled_space += row["pair_space"] or 0
-    everything = list(per_task.values())
-    row = {"tasks": len(everything), **{m: _summary([s[m] for s in everything]) for m in METRICS}}
-    row["with_branch"] = sum(s["has_branch"] for s in everything)
-    row["branch_share"] = round(row["with_branch"] / len(everything), 3) if everything else 0.0
-    row["pairs"], row["pair_space"] = pooled_pairs, pooled_space
-    row["pair_coverage"] = round(pooled_pairs / pooled_space, 3) if pooled_space else None
-    rows["all"] = row
+        pooled_space += rows[scenario]["pair_space"] or 0
+    rows["all"] = _row(everything, pooled_pairs, pooled_space)
     return rows
 
 
