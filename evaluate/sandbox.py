@@ -32,13 +32,12 @@ from typing import Any, Iterable
 
 from tqdm import tqdm
 
-from evaluate.worker import PR_SET_DUMPABLE, job_uid, prctl
+from evaluate.worker import PR_SET_DUMPABLE, REPLY_STATUSES, job_uid, prctl
 
 ROOT = Path(__file__).resolve().parents[1]
 
 # Environment variables a worker keeps; everything else (API keys, tokens, cloud credentials) is dropped.
 KEEP_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
-STATUSES = {"ok", "syntax_error", "execution_error", "result_error", "timeout", "setup_error", "crash"}
 
 
 @dataclass(frozen=True)
@@ -126,7 +125,7 @@ class _Worker:
             return Outcome(job.key, "crash", error=f"{err}; it was restarted")
         try:
             reply = json.loads(line)
-            if not isinstance(reply, dict) or reply.get("status") not in STATUSES:
+            if not isinstance(reply, dict) or reply.get("status") not in REPLY_STATUSES:
                 raise ValueError(f"status {reply.get('status') if isinstance(reply, dict) else reply!r}")
             extra = {k: reply[k] for k in ("containment", "leftovers") if k in reply}
             return Outcome(
@@ -158,7 +157,11 @@ class _Worker:
         return self.proc.poll() is None
 
     def close(self, kill: bool = False) -> None:
-        """Stop the worker (asking it to finish first unless `kill`); if it did not end cleanly, kill its uid."""
+        """Stop the worker (asking it to finish first unless `kill`); if it did not end cleanly, kill its uid.
+
+        Closing twice (a crashed worker, then the whole sandbox) does nothing the second time."""
+        if self.stderr.closed:
+            return
         if kill:
             self.proc.kill()
         try:
@@ -172,8 +175,7 @@ class _Worker:
             self.proc.wait()
         if self.uid is not None and self.proc.returncode != 0:
             kill_uid(self.uid)
-        if not self.stderr.closed:
-            self.stderr.close()
+        self.stderr.close()
         shutil.rmtree(self.home, ignore_errors=True)
 
 

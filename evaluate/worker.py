@@ -393,8 +393,8 @@ def _read_capped(fd: int, cap: int) -> str:
 class Runner:
     """The worker's state between jobs: loaded worlds and the containment it applies to every child."""
 
-    def __init__(self, uid: int | None, worlds: dict | None = None):
-        self.worlds = {} if worlds is None else worlds
+    def __init__(self, uid: int | None):
+        self.worlds: dict = {}
         self.home = tempfile.mkdtemp(prefix="stateeval-worker-")
         prctl(PR_SET_DUMPABLE, 0)  # /proc/<worker>/fd, mem, environ: closed to processes of the same user
         prctl(PR_SET_CHILD_SUBREAPER, 1)  # a job's orphans come back here and are killed
@@ -475,17 +475,8 @@ class Runner:
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-_in_process: dict[int, Runner] = {}
-
-
-def run_job(worlds: dict, job: dict) -> dict:
-    """One job with no uid drop, in the calling process (what `scripts/bench_session.py` times)."""
-    if id(worlds) not in _in_process:
-        _in_process[id(worlds)] = Runner(None, worlds)
-    return _in_process[id(worlds)].run_job(job)
-
-
 CHILD_STATUSES = {"ok", "syntax_error", "execution_error", "result_error", "setup_error"}
+REPLY_STATUSES = CHILD_STATUSES | {"timeout", "crash"}  # what the worker may answer (timeouts and crashes are its own)
 
 
 def _checked_report(data: bytes) -> dict:

@@ -1,7 +1,7 @@
 """Time one `session` test case in a warm sandbox worker: reset + run + snapshot, in milliseconds.
 
 Fuzzes `--programs` session programs, then runs their reference programs over and over (`--cases` test cases
-in all) through `evaluate.worker.run_job`, the function a warm worker runs per job: reset the service's
+in all) through `evaluate.worker.Runner.run_job` (with no uid drop), what a warm worker runs per job: reset the service's
 database, fork the child that runs the setup block and the program against the service over HTTP, wait for it,
 read the stored sessions. The world (service process and all) is started once, before the clock starts, as in
 a warm worker. A second measurement goes through `Sandbox.run_untrusted` with one warm worker, which adds the
@@ -64,26 +64,25 @@ def main() -> None:
     p.add_argument("--no-sandbox", action="store_true", help="skip the measurement through Sandbox.run_untrusted")
     args = p.parse_args()
 
-    from evaluate.worker import run_job  # the worker's own per-job function
+    from evaluate.worker import Runner  # the worker's own per-job code, here in this process
 
     pairs = programs(args.programs, args.seed)
     limits = Limits()
     jobs = [worker_job(*pairs[i % len(pairs)], limits) for i in range(args.cases)]
 
-    worlds: dict = {}
+    runner = Runner(None)
     started = time.perf_counter()
-    warm = run_job(worlds, jobs[0])  # starts the service: not timed, as in a warm worker
+    warm = runner.run_job(jobs[0])  # starts the service: not timed, as in a warm worker
     print(f"world start (service process up): {1000 * (time.perf_counter() - started):.0f} ms", flush=True)
     assert warm["status"] == "ok", warm
     ms = []
     for job in jobs:
         t0 = time.perf_counter()
-        report = run_job(worlds, job)
+        report = runner.run_job(job)
         ms.append(1000 * (time.perf_counter() - t0))
         if report["status"] != "ok":
             raise SystemExit(f"a reference program failed: {report}")
-    for world in worlds.values():
-        world.close()
+    runner.close()
     print(summary("reset + run + snapshot (warm worker, run_job)", ms))
 
     if not args.no_sandbox:

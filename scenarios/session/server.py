@@ -4,8 +4,8 @@ owned by a sandbox worker (`ServiceProcess`).
 A sandbox worker forks a child per test case, so the service cannot be a thread of the worker (the fork would
 copy a half-running event loop). It is a separate process instead, started once per worker on a listening
 socket the worker binds to a free loopback port and hands over by file descriptor (no race for the port), and
-stopped by `ServiceProcess.stop`. With `--exit-with-parent` it also exits on its own when the worker is gone, so
-a killed worker never leaves a service behind.
+stopped by `ServiceProcess.stop`. With `--exit-with-parent` the kernel kills it when the worker is gone, so a
+killed worker never leaves a service behind.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import resource
 import socket
 import subprocess
 import sys
-import threading
 import time
 
 START_TIMEOUT_S = 60.0  # first start imports FastAPI; a loaded 2-core machine can take several seconds
@@ -44,7 +43,6 @@ def serve(host: str = "127.0.0.1", port: int = 18080, db: str = "session_service
     server = uvicorn.Server(config)
     if exit_with_parent:
         _die_with_parent(os.getppid())
-        _watch_parent(os.getppid())
     if fd is not None:
         server.run(sockets=[socket.socket(fileno=fd)])
     else:
@@ -54,8 +52,8 @@ def serve(host: str = "127.0.0.1", port: int = 18080, db: str = "session_service
 def _die_with_parent(parent: int) -> None:
     """Have the kernel kill the service when its parent dies (PR_SET_PDEATHSIG, Linux).
 
-    The watching thread below cannot do that while a request holds the interpreter (a catastrophic `$regex`
-    runs in C and never lets the thread in), so a busy service would outlive a killed worker, spinning.
+    A thread polling the parent would not do: a request that holds the interpreter (a catastrophic `$regex`
+    runs in C) never lets it in, so a busy service would outlive a killed worker, spinning.
     """
     import ctypes
     import signal
@@ -64,15 +62,6 @@ def _die_with_parent(parent: int) -> None:
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:  # the parent died before the call above
         os._exit(0)
-
-
-def _watch_parent(parent: int) -> None:
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(0)
-
-    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 def _listening_socket(host: str = "127.0.0.1") -> socket.socket:
@@ -126,15 +115,8 @@ class ServiceProcess:
         while True:
             if not self.alive:
                 raise RuntimeError(f"the session service exited with code {self.proc.returncode}; see {self.log_path}")
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=max(0.1, deadline - time.monotonic()))
-                conn.request("GET", "/info")
-                if conn.getresponse().status == 200:
-                    conn.close()
-                    return
-                conn.close()
-            except OSError:
-                pass
+            if self._answers(max(0.1, deadline - time.monotonic())):
+                return
             if time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError(f"the session service did not answer within {START_TIMEOUT_S:.0f} s")
@@ -153,16 +135,18 @@ class ServiceProcess:
             if time.monotonic() > deadline:
                 return False
             time.sleep(SETTLE_POLL_S)
+        return self._answers(max(SETTLE_POLL_S, deadline - time.monotonic()))
+
+    def _answers(self, timeout: float) -> bool:
+        """Whether the service answers GET /info with 200 within `timeout` seconds."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
-            left = max(SETTLE_POLL_S, deadline - time.monotonic())
-            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=left)
-            try:
-                conn.request("GET", "/info")
-                return conn.getresponse().status == 200
-            finally:
-                conn.close()
+            conn.request("GET", "/info")
+            return conn.getresponse().status == 200
         except OSError:
             return False
+        finally:
+            conn.close()
 
     def _open_connections(self) -> int:
         """Connections to the service's port that the service has not closed (read from /proc/net/tcp*)."""
@@ -193,13 +177,11 @@ class ServiceProcess:
         return self.start()
 
     def stop(self) -> None:
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
+        """Stop the service gracefully, killing it if it has not exited within 5 s."""
+        if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
                 self.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
+                pass
+        self.kill()
