@@ -198,3 +198,8 @@ def sample_lines(path: str | Path):
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise DatasetError(f"{path}:{n}: expected a JSON object with task_id and code ({exc})") from exc
         yield n, task_id, code
+
+
+def results_name(variant: str) -> str:
+    """What `python -m evaluate` calls a run's report for an instruction variant (precise: results.json)."""
+    return "results.json" if variant == "precise" else f"results_{variant}.json"

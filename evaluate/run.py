@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from evaluate.data import DatasetError, created_after, load_tasks, sample_lines
+from evaluate.data import DatasetError, created_after, load_tasks, results_name, sample_lines
 from evaluate.models import Request, Sampling, get_backend, resolve
 from evaluate.models.cache import GenerationCache, prompt_key
 from evaluate.prompts import build_messages, extract_code
@@ -137,6 +137,7 @@ def run(config: EvalConfig) -> dict:
         },
         "variant": config.variant,
         "sampling": {"n_samples": n, **asdict(config.sampling)},
+        "sandbox": {"timeout_s": config.timeout_s},  # what re-scoring a submission of this run uses
         "versions": {"python": platform.python_version(), **_versions()},
         "evaluated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "summary": summary,
@@ -144,7 +145,7 @@ def run(config: EvalConfig) -> dict:
     }
     out = run_dir(config)
     out.mkdir(parents=True, exist_ok=True)
-    name = "results.json" if config.variant == "precise" else f"results_{config.variant}.json"
+    name = results_name(config.variant)
     (out / name).write_text(json.dumps(report, indent=2) + "\n")
     report["path"] = str(out / name)
     if config.plot:

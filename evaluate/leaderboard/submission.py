@@ -18,14 +18,15 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from evaluate.data import DatasetError, load_tasks, sample_lines
+from evaluate.data import DatasetError, file_sha256, load_tasks, results_name, sample_lines
+from evaluate.models.cache import GenerationCache
+from evaluate.prompts import VARIANTS as PROMPT_VARIANTS
 
 RESULTS = "results.json"
 GENERATIONS = "generations.jsonl"
@@ -36,7 +37,7 @@ SUBMITTED_FILES = (RESULTS, GENERATIONS, METADATA)
 DEFAULT_ROOT = Path("leaderboard")
 SUBMISSIONS = "submissions"
 WEIGHTS = ("open", "closed", "unknown")
-VARIANTS = ("precise", "vague")  # evaluate's --variant: which instruction the model was shown
+VARIANTS = tuple(PROMPT_VARIANTS)  # evaluate's --variant: which instruction the model was shown
 METADATA_FORMAT = 1
 
 
@@ -63,21 +64,12 @@ class Submission:
         return self.metadata.get("variant", "precise")
 
 
-def results_name(variant: str) -> str:
-    """What `python -m evaluate` calls a run's report for this instruction variant."""
-    return RESULTS if variant == "precise" else f"results_{variant}.json"
-
-
 def slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "model"
 
 
-def sha256_file(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
 def file_digests(folder: Path) -> dict[str, str]:
-    return {name: sha256_file(folder / name) for name in SUBMITTED_FILES}
+    return {name: file_sha256(folder / name) for name in SUBMITTED_FILES}
 
 
 def _read_json(path: Path) -> dict:
@@ -147,21 +139,15 @@ def _run_generations(run_dir: Path, results: dict, tasks: list[dict]) -> list[di
             f"{run_dir} has no {GENERATIONS}. A run scored with --samples FILE has none: pass that file with "
             "--samples so its code is packaged as the generations."
         )
-    by_key = {}
-    for line in path.read_text().splitlines():
-        try:
-            row = json.loads(line)
-            by_key[row["key"]] = row
-        except (json.JSONDecodeError, KeyError, TypeError):
-            continue  # a line cut short by a killed run, as the cache itself skips it
+    replies = GenerationCache(path).replies  # read as the run's own cache reads it
     keys = _lazy().expected_keys(results, tasks)
-    missing = sorted({tid for (tid, _), key in keys.items() if key not in by_key})
+    missing = sorted({tid for (tid, _), key in keys.items() if key not in replies})
     if missing:
         raise SubmissionError(
             f"{path} lacks the replies of {len(missing)} task(s) ({', '.join(missing[:10])}) for this dataset's "
             "prompts and the sampling in results.json; re-run python -m evaluate with the same arguments"
         )
-    return [{"key": keys[k], "task_id": k[0], "sample": k[1], "reply": by_key[keys[k]]["reply"]} for k in keys]
+    return [{"key": keys[k], "task_id": k[0], "sample": k[1], "reply": replies[keys[k]]} for k in keys]
 
 
 def _samples_generations(samples: Path, results: dict) -> list[dict]:

@@ -30,12 +30,14 @@ from evaluate.leaderboard.submission import (
     METADATA,
     RESULTS,
     VALIDATION,
+    Submission,
     SubmissionError,
     file_digests,
     load_submission,
     read_generations,
 )
 from evaluate.models import Sampling
+from evaluate.models.cache import prompt_key
 from evaluate.prompts import build_messages, extract_code
 
 STAMP_FORMAT = 1
@@ -79,17 +81,12 @@ def run_sampling(results: dict) -> Sampling:
 
 def expected_keys(results: dict, tasks: list[dict]) -> dict[tuple[str, int], str]:
     """The generation-cache key of every (task, sample) the run asked for, recomputed as `evaluate.run` does."""
-    try:
-        from evaluate.models.cache import prompt_key
-    except ImportError:  # before the cache moved out of evaluate.run
-        from evaluate.run import prompt_key
-
     sampling = run_sampling(results)
     n = int(results["sampling"].get("n_samples", 1))
     variant = results.get("variant", "precise")
     keys = {}
     for t in tasks:
-        messages = build_messages(t) if variant == "precise" else build_messages(t, variant)
+        messages = build_messages(t, variant)
         for s in range(n):
             keys[(t["task_id"], s)] = prompt_key(messages, sampling, results["model"], s)
     return keys
@@ -144,29 +141,28 @@ def _ks(summary: dict) -> tuple[int, ...]:
 
 
 def validate(folder: str | Path, dataset: str = "stateeval", sandbox=None, timeout_s: float | None = None,
-             workers: int | None = None, stamp: bool = True) -> Report:
+             workers: int | None = None) -> Report:
     """Validate one submission folder against the maintainers' `dataset` (a folder, or a Hub id at the version).
 
-    Writes `validation.json` into the folder when it is valid (and `stamp`), and removes a stale one otherwise.
+    Writes `validation.json` into the folder when it is valid, and removes a stale one otherwise.
     `sandbox`: an open `Sandbox` to reuse (several submissions in one process); else one is started here.
     """
     folder = Path(folder)
     report = Report(folder)
     try:
-        _validate(folder, dataset, sandbox, timeout_s, workers, report)
+        sub = load_submission(folder)
+        _validate(sub, dataset, sandbox, timeout_s, workers, report)
     except (SubmissionError, DatasetError) as exc:
         report.problems.append(str(exc))
-    if stamp:
-        stamp_path = folder / VALIDATION
-        if report.ok:
-            stamp_path.write_text(json.dumps(_stamp(folder, report), indent=2) + "\n")
-        elif stamp_path.is_file():
-            stamp_path.unlink()
+    stamp_path = folder / VALIDATION
+    if report.ok:  # only reached with `sub` loaded: a folder that cannot be read is a problem
+        stamp_path.write_text(json.dumps(_stamp(sub, report), indent=2) + "\n")
+    elif stamp_path.is_file():
+        stamp_path.unlink()
     return report
 
 
-def _validate(folder: Path, dataset: str, sandbox, timeout_s, workers, report: Report) -> None:
-    sub = load_submission(folder)
+def _validate(sub: Submission, dataset: str, sandbox, timeout_s, workers, report: Report) -> None:
     meta, results = sub.metadata, sub.results
     report.version = sub.version
     rds = results["dataset"]
@@ -204,7 +200,7 @@ def _validate(folder: Path, dataset: str, sandbox, timeout_s, workers, report: R
     problems, per_task = coverage_problems(results, tasks)
     report.problems += problems
     report.tasks.update(per_task)
-    generations = read_generations(folder / GENERATIONS)
+    generations = read_generations(sub.path / GENERATIONS)
     scored = {(r["task_id"], r["sample"]) for r in results["samples"]}
     given: dict[tuple[str, int], dict] = {}
     for row in generations:
@@ -273,10 +269,9 @@ def _validate(folder: Path, dataset: str, sandbox, timeout_s, workers, report: R
     report.summary = _compare_summary(results["summary"], summarize(rescored, _ks(results["summary"])))
 
 
-def _stamp(folder: Path, report: Report) -> dict:
+def _stamp(sub: Submission, report: Report) -> dict:
     from builder import __version__
 
-    sub = load_submission(folder)
     return {
         "format": STAMP_FORMAT,
         "status": "valid",
@@ -285,7 +280,7 @@ def _stamp(folder: Path, report: Report) -> dict:
         "dataset": {"version": sub.version, "content_hash": sub.content_hash},
         "variant": sub.variant,
         "rescored_samples": report.rescored,
-        "files": file_digests(folder),
+        "files": file_digests(sub.path),
     }
 
 
