@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evaluate.leaderboard.submission import DEFAULT_ROOT, WEIGHTS
+from evaluate.leaderboard.submission import DEFAULT_ROOT, VARIANTS, WEIGHTS
 
 
 def parser() -> argparse.ArgumentParser:
@@ -47,6 +47,8 @@ def parser() -> argparse.ArgumentParser:
                    help="the run's dataset, to pick its replies and check coverage (default: as recorded)")
     s.add_argument("--root", default=str(DEFAULT_ROOT), help=f"leaderboard folder (default {DEFAULT_ROOT})")
     s.add_argument("--force", action="store_true", help="replace an existing submission folder")
+    s.add_argument("--variant", choices=VARIANTS, default="precise",
+                   help="which instructions the run was scored on (evaluate's --variant; default precise)")
 
     v = sub.add_parser("validate", help="re-score a submission in the sandbox and compare",
                        description="Check coverage and the dataset content hash, re-score the submitted "
@@ -85,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
 
             dest = submit(a.run_dir, a.name, org=a.org, params=a.params, weights=a.weights, link=a.link,
                           dataset_version=a.dataset_version, samples=a.samples, dataset=a.dataset, root=a.root,
-                          force=a.force)
+                          force=a.force, variant=a.variant)
             print(f"wrote {dest}")
             print(f"next: python -m evaluate.leaderboard validate {dest}")
             return 0

@@ -87,6 +87,20 @@ def test_samples_run_packages_its_samples_file_as_the_generations(lb):
     assert [(g["task_id"], g["code"]) for g in gens] == [(s["task_id"], s["code"]) for s in given]
 
 
+def test_a_vague_run_is_submitted_from_the_command_line_and_validates(lb, tmp_path):
+    out = tmp_path / "results"
+    ok(cli("evaluate", "--samples", lb.samples["zeta"], "--variant", "vague", "--dataset", lb.dataset_v1,
+           "--revision", "v1.0.0", "--out", out, "--workers", "1"))
+    run = out / "zeta" / "v1.0.0"
+    assert json.loads((run / "results_vague.json").read_text())["sandbox"] == {"timeout_s": 10.0}
+    proc = ok(cli("evaluate.leaderboard", "submit", run, "--name", "Zeta vague", "--variant", "vague",
+                  "--samples", lb.samples["zeta"], "--root", tmp_path / "board"))
+    folder = Path(proc.stdout.split("wrote ", 1)[1].split("\n", 1)[0])
+    assert load_submission(folder).variant == "vague"
+    report = validate(folder, str(lb.dataset_v1))
+    assert report.ok, report.format()
+
+
 def test_samples_run_without_its_samples_file_says_what_to_pass(lb, tmp_path):
     with pytest.raises(SubmissionError, match="--samples"):
         submit(lb.runs["zeta"], "Zeta", root=tmp_path)
