@@ -51,6 +51,7 @@ from scenarios.base import canonical_json
 RESULT_CAP = 64 * 1024 * 1024  # bytes of serialised RESULT a child may send back
 CPU_GRACE_S = 1  # CPU seconds between SIGXCPU (soft limit) and SIGKILL (hard limit)
 MB = 1024 * 1024
+TOO_LARGE = f"RESULT is larger than {RESULT_CAP // MB} MB"
 ROOT = Path(__file__).resolve().parents[1]
 WORLD_PACKAGES = ("scenarios", "evaluate")  # the only parts of the repository a jailed child sees
 
@@ -337,6 +338,8 @@ def _child(world, job: dict, case: dict, workdir: str, wfd: int, out: int, jail:
             except (OSError, ValueError):
                 pass
         data = json.dumps(report, allow_nan=False).encode()
+        if len(data) > RESULT_CAP:  # said here, so the verdict never waits on 64 MB going through a pipe
+            data = json.dumps({"status": "result_error", "error": TOO_LARGE}).encode()
         view = memoryview(len(data).to_bytes(8, "big") + data)
         while view:
             view = view[os.write(wfd, view):]
@@ -455,7 +458,7 @@ class Runner:
             if how == "timeout":
                 report = {"status": "timeout", "error": f"the program ran longer than {limits['timeout_s']} s"}
             elif how == "too_large":
-                report = {"status": "result_error", "error": f"RESULT is larger than {RESULT_CAP // MB} MB"}
+                report = {"status": "result_error", "error": TOO_LARGE}
             elif not data:
                 out_of_cpu = _out_of_cpu(wait_status, cpu, limits["cpu_s"])
                 report = {"status": "timeout" if out_of_cpu else "execution_error",

@@ -8,7 +8,10 @@ Deliberate differences from the original, each where its behaviour was an accide
 * `GET .../query` takes `field` and `value` literally (the original pastes them into a JSON string, so a quote
   in a value breaks or changes the query);
 * error bodies carry no timestamp, so the same request always gets the same answer;
-* ids are deterministic per database (see `scenarios.session.store`).
+* ids are deterministic per database (see `scenarios.session.store`);
+* a request body larger than `MAX_BODY_BYTES` answers 413 as soon as its size is known (the declared
+  `Content-Length`, or the bytes read so far of a chunked body), so a program cannot make the service buffer
+  gigabytes; the original had no such limit of its own.
 
 Handlers are `async` and call SQLite directly: one client at a time talks to an instance (a test case's
 program), and each query takes microseconds, so a thread pool would only add latency.
@@ -33,7 +36,8 @@ VERSION = "0.5.0"  # the original's version at the EvoMaster benchmark's snapsho
 SessionType = enum.Enum("SessionType", {t: t for t in store.SESSION_TYPES}, type=str)
 SessionType.__doc__ = "The eight session types; each is a separate collection."
 
-_REASONS = {400: "Bad Request", 404: "Not Found", 409: "Conflict"}
+MAX_BODY_BYTES = 1024 * 1024  # session data is a small JSON object; a megabyte leaves ample room
+_REASONS = {400: "Bad Request", 404: "Not Found", 409: "Conflict", 413: "Payload Too Large"}
 _DATA_BODY = {
     "required": True,
     "content": {"application/json": {"schema": {
@@ -93,8 +97,22 @@ def _json(obj: Any) -> Response:
     return Response(json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode(), media_type="application/json")
 
 
-async def _json_body(request: Request, what: str) -> Any:
-    raw = await request.body()
+async def _body(request: Request) -> bytes:
+    """The request body, refused with 413 once it is known to exceed `MAX_BODY_BYTES` (never buffered whole)."""
+    too_large = ServiceError(413, f"the request body is larger than {MAX_BODY_BYTES} bytes")
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise too_large
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise too_large
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _parse_json(raw: bytes, what: str) -> Any:
     if not raw.strip():
         raise ServiceError(400, "Required request body is missing")
     try:
@@ -103,8 +121,12 @@ async def _json_body(request: Request, what: str) -> Any:
         raise ServiceError(400, f"{what} is not valid JSON: {exc}") from None
 
 
-async def _session_data(request: Request) -> dict:
-    data = await _json_body(request, "the session data")
+async def _json_body(request: Request, what: str) -> Any:
+    return _parse_json(await _body(request), what)
+
+
+def _session_data(raw: bytes) -> dict:
+    data = _parse_json(raw, "the session data")
     if not isinstance(data, dict):
         raise ServiceError(400, "the session data must be a JSON object")
     return data
@@ -130,7 +152,9 @@ def create_app(db_path: str) -> FastAPI:
     async def _service_error(request: Request, exc: ServiceError):
         body = {"status": exc.status, "error": _REASONS[exc.status], "message": exc.message,
                 "path": request.url.path}
-        return JSONResponse(body, status_code=exc.status)
+        # After a 413 the rest of the body is unread: closing the connection stops a client still sending it.
+        headers = {"Connection": "close"} if exc.status == 413 else None
+        return JSONResponse(body, status_code=exc.status, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid_request(request: Request, exc: RequestValidationError):
@@ -155,7 +179,7 @@ def create_app(db_path: str) -> FastAPI:
                           "answers its id. If a session of the same source and type already holds identical "
                           "data (same checksum), nothing is stored and that session's id is answered.")
     async def add_session(request: Request, source: str = _SOURCE, type: SessionType = _TYPE):
-        data = await _session_data(request)
+        data = _session_data(await _body(request))
         if len(source) < store.MIN_SOURCE_LENGTH:
             raise ServiceError(400, f"source has a minimum length of {store.MIN_SOURCE_LENGTH};")
         return _json({"id": store.add_session(conn, source, type.value, data)})
@@ -214,12 +238,12 @@ def create_app(db_path: str) -> FastAPI:
              description="Replaces the data of the session with this id (it keeps its id and its position in "
                          "listings). 404 when no session with this id belongs to this source and type.")
     async def update_session(request: Request, source: str = _SOURCE, type: SessionType = _TYPE, id: str = _ID):
-        raw = await request.body()
+        raw = await _body(request)
         if not raw.strip():
             raise ServiceError(400, "Required request body is missing")
         if store.get_session(conn, source, type.value, id) is None:
             raise _not_found()
-        data = await _session_data(request)
+        data = _session_data(raw)
         try:
             store.update_session(conn, source, type.value, id, data)
         except store.Conflict:

@@ -404,3 +404,33 @@ def test_serve_runs_on_its_own(tmp_path):
         proc.terminate()
         proc.wait(timeout=10)
     assert (tmp_path / "s.db").exists()
+
+
+def _chunked(total: int, chunk: int = 64 * 1024):
+    yield b'{"pad": "'
+    for _ in range(total // chunk):
+        yield b"x" * chunk
+
+
+@pytest.mark.parametrize("method", ["post", "put"])
+def test_a_body_over_the_cap_is_413_declared_or_streamed_and_stores_nothing(base, method):
+    from scenarios.session.app import MAX_BODY_BYTES
+
+    sid = new_id(base, "portal", "main_session", {"title": "kept"})
+    url = f"{base}/portal/main_session" + (f"/{sid}" if method == "put" else "")
+    declared = getattr(requests, method)(url, data=b"{" + b" " * MAX_BODY_BYTES + b"}", timeout=10)
+    assert declared.status_code == 413
+    assert declared.json()["error"] == "Payload Too Large"
+    # A chunked body has no length up front: the service stops reading at the cap and answers 413 (or the
+    # client sees the connection closed while still sending), never buffering the whole 64 MiB.
+    try:
+        streamed = getattr(requests, method)(url, data=_chunked(64 * MAX_BODY_BYTES), timeout=30,
+                                             headers={"Content-Type": "application/json"})
+        assert streamed.status_code == 413
+    except requests.exceptions.ConnectionError:
+        pass
+    listed = requests.get(f"{base}/portal/main_session", timeout=10).json()
+    assert [s["data"] for s in listed] == [{"title": "kept"}]
+    # A body just under the cap is still accepted.
+    ok = add(base, "portal", "main_session", {"pad": "y" * (MAX_BODY_BYTES - 100)})
+    assert ok.status_code == 200
