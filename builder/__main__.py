@@ -55,6 +55,16 @@ def parse_args(argv: list[str] | None = None) -> BuildConfig:
                    "pass a release's date to reproduce it byte for byte")
     p.add_argument("--timeout", type=float, default=d.timeout_s, dest="timeout_s",
                    help=f"seconds per test case when capturing oracles (default {d.timeout_s})")
+    m = p.add_argument_group("oracle strength (builder/mutate.py)")
+    m.add_argument("--redraws", type=int, default=d.redraws,
+                   help=f"test cases of freshly drawn values per task, besides the original and flipped ones "
+                        f"(default {d.redraws}, at least 2)")
+    m.add_argument("--mutants", type=int, default=d.mutants,
+                   help=f"mutants of each reference run on its test cases, besides dropped calls that leave a name "
+                        f"undefined (default {d.mutants}; 0 skips mutation analysis)")
+    m.add_argument("--probes", type=int, default=d.probes,
+                   help=f"fresh inputs a surviving mutant is tried on before it counts as equivalent; one that kills "
+                        f"it becomes a test case (default {d.probes})")
     f = p.add_argument_group("fresh split (no task repeats a previous release; see builder/fresh.py)")
     f.add_argument("--fresh", action="store_true",
                    help="use a seed no --against release used and today's date, and drop every task whose program, "
@@ -74,7 +84,7 @@ def parse_args(argv: list[str] | None = None) -> BuildConfig:
             scenarios=names, n=a.n, seed=a.seed, out=a.out, translator=a.translator, workers=a.workers,
             base_url=a.base_url, max_rounds=a.max_rounds, concurrency=a.concurrency,
             calls_per_path=a.calls_per_path, branch_probability=a.branch_probability, coverage=a.coverage,
-            created_at=a.created_at, timeout_s=a.timeout_s,
+            created_at=a.created_at, timeout_s=a.timeout_s, redraws=a.redraws, mutants=a.mutants, probes=a.probes,
             fresh=a.fresh, against=a.against, ngram_share=a.ngram_share,
         )
     except ValueError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import random
 from dataclasses import asdict, dataclass, field
 
 from scenarios import scenario_names
@@ -24,6 +25,9 @@ class BuildConfig:
     coverage: bool = True  # coverage-guided sampling (False: the paper's uniform ablation)
     created_at: str = ""  # YYYY-MM-DD stamped on every task; empty = today (UTC)
     timeout_s: float = 10.0  # per test case when capturing oracles
+    redraws: int = 2  # test cases with freshly drawn values of the same schema, besides original and flipped
+    mutants: int = 24  # most mutants of a reference tried per task (builder/mutate.py); 0 skips the analysis
+    probes: int = 4  # fresh inputs a surviving mutant is tried on before it counts as equivalent
     # Fresh splits (builder/fresh.py): releases whose tasks this build must not repeat (folders or ORG/NAME@vX.Y.Z)
     fresh: bool = False  # a new seed, today's date, and the overlap filter against `against`
     against: list[str] = field(default_factory=list)
@@ -38,6 +42,10 @@ class BuildConfig:
             raise ValueError("--n must be at least 1")
         if self.calls_per_path < 2:
             raise ValueError("--calls must be at least 2 (a branch needs a call before and after it)")
+        if self.redraws < 2:
+            raise ValueError("--redraws must be at least 2 (every task carries two test inputs of fresh values)")
+        if self.mutants < 0 or self.probes < 0:
+            raise ValueError("--mutants and --probes must be 0 or more")
         if self.max_rounds < 1:
             raise ValueError("--max-rounds must be at least 1")
         if self.translator != "template":
@@ -53,3 +61,8 @@ class BuildConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def rng_for(config: BuildConfig, scenario: str, index: int, purpose: str) -> random.Random:
+    """Independent, reproducible streams per task and purpose (string seeds hash the same in every process)."""
+    return random.Random(f"stateeval/{config.seed}/{scenario}/{index}/{purpose}")

@@ -72,10 +72,23 @@ def render_card(manifest: dict, table1: str, report: dict | None = None) -> str:
         "content_hash": manifest["content_hash"],
         "translator": manifest["config"]["translator"],
         "stats_table": table1,
+        "mutation_table": mutation_markdown((report or {}).get("mutation", {})),
         "fresh_note": fresh_note((report or {}).get("fresh")),
         "scenarios": ", ".join(manifest["counts"]),
     }
     return string.Template(CARD_TEMPLATE.read_text()).substitute(values)
+
+
+def mutation_markdown(summary: dict) -> str:
+    """The card's mutation table from the build report's per-scenario summary."""
+    if not summary:
+        return "(mutation analysis was not run for this build: `--mutants 0`)"
+    rows = ["| scenario | mutants | killed | equivalent | mutation score | test cases per task |",
+            "|---|---|---|---|---|---|"]
+    for scenario, s in summary.items():
+        rows.append(f"| {scenario} | {s['mutants']} | {s['killed']} | {s['equivalent']} | {s['score']:.3f} | "
+                    f"{s['test_cases']:.2f} |")
+    return "\n".join(rows)
 
 
 def table1_markdown(records: dict[str, list[dict]]) -> str:

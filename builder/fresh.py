@@ -162,7 +162,7 @@ class TaskView:
     @classmethod
     def of_draft(cls, d) -> "TaskView":
         texts = list(d.instructions.values())
-        return cls(d.task_id, d.scenario, d.program.reference_code(), d.cases[0]["setup_code"],
+        return cls(d.task_id, d.scenario, d.program.reference_code(), d.cases[0].setup_code,
                    [c.api for c in d.program.all_calls], [t for t in texts if t])
 
 

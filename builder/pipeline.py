@@ -9,6 +9,7 @@ the slow part, runs every test case of every task through the sandbox's warm wor
 from __future__ import annotations
 
 import ast
+import json
 import random
 import re
 import time
@@ -20,15 +21,17 @@ from statistics import mean
 from tqdm import tqdm
 
 from builder import __version__
-from builder.config import BuildConfig
+from builder.config import BuildConfig, rng_for
 from builder.dataset import check_out, table1_markdown, write_dataset
 from builder.fuzz import CoverageRecorder, NoValidCall
-from builder.program import Program, generate_program
+from builder.mutate import analyse_mutants
+from builder.program import COND, Program, generate_program
 from builder.agents import AgentTranslator
 from builder.translate import VARIANTS, TemplateTranslator
+from evaluate.data import TaskRecord, TestCase
 from evaluate.sandbox import Job, Limits, Sandbox
 from scenarios import get_scenario
-from scenarios.base import canonical_json
+from scenarios.base import State, canonical_json
 
 
 @dataclass
@@ -39,16 +42,12 @@ class Draft:
     index: int = 0  # the program's number in its scenario (the task id's digits)
     instructions: dict[str, str] = field(default_factory=dict)  # variant -> instruction
     translation: dict = field(default_factory=dict)  # per variant: rounds and verdict
-    cases: list[dict] = field(default_factory=list)
+    cases: list[TestCase] = field(default_factory=list)
+    mutation: dict = field(default_factory=dict)
 
     @property
     def instruction(self) -> str:
         return self.instructions.get("precise", "")
-
-
-def rng_for(config: BuildConfig, scenario: str, index: int, purpose: str) -> random.Random:
-    """Independent, reproducible streams per task and purpose (string seeds hash the same in every process)."""
-    return random.Random(f"stateeval/{config.seed}/{scenario}/{index}/{purpose}")
 
 
 def get_translator(config: BuildConfig):
@@ -66,25 +65,32 @@ def translation_cache(config: BuildConfig) -> Path:
     return out.parent / f".{out.name}-cache" / f"translate-{safe}.jsonl"
 
 
-def make_cases(program: Program) -> list[dict]:
-    """One test case per branch: the original constants, and the flipped ones when the else branch is alive."""
-    scenario = program.scenario
+def make_cases(program: Program, config: BuildConfig, index: int) -> list[TestCase]:
+    """The original test case, its flipped-condition twin when the else branch is alive, and `config.redraws`
+    cases of freshly drawn values (alternating the two constants), so that no single input decides a verdict."""
     decl = program.declarations()
-    assets = [a.to_record() for a in decl.assets.values()]
-    variants = [("original", "then" if program.has_branch else "main", False)]
-    if program.has_branch and program.condition.flipped is not None:
-        variants.append(("flipped", "else", True))
-    cases = []
-    for name, branch, flipped in variants:
-        constants = program.constants(flipped)
-        cases.append({
-            "name": name,
-            "branch": branch,
-            "constants": canonical_json(constants),
-            "setup_code": scenario.setup_code(decl, constants),
-            "assets": assets,
-        })
+    flips = [False] + ([True] if program.has_branch and program.condition.flipped is not None else [])
+    cases = [_case(program, decl, "original" if not f else "flipped", f) for f in flips]
+    for k in range(config.redraws):
+        state = program.scenario.redraw(decl, rng_for(config, program.scenario.name, index, f"redraw-{k}"))
+        cases.append(_case(program, state, f"redrawn-{k + 1}", flips[k % len(flips)]))
     return cases
+
+
+def probe_cases(program: Program, config: BuildConfig, index: int) -> list[TestCase]:
+    """More inputs of fresh values, for mutants that survive the test cases (see builder/mutate.py)."""
+    decl = program.declarations()
+    flips = [False] + ([True] if program.has_branch and program.condition.flipped is not None else [])
+    return [_case(program, program.scenario.redraw(decl, rng_for(config, program.scenario.name, index, f"probe-{k}")),
+                  f"probe-{k + 1}", flips[k % len(flips)])
+            for k in range(config.probes)]
+
+
+def _case(program: Program, state: State, name: str, flipped: bool) -> TestCase:
+    constants = program.constants(flipped)
+    branch = ("else" if flipped else "then") if program.has_branch else "main"
+    return TestCase(name, branch, canonical_json(constants), program.scenario.setup_code(state, constants),
+                    [a.to_record() for a in state.assets.values()])
 
 
 def fuzz(config: BuildConfig, scenario_name: str, rejections: Counter) -> tuple[list[Draft], list[float]]:
@@ -103,8 +109,8 @@ def fuzz(config: BuildConfig, scenario_name: str, rejections: Counter) -> tuple[
             continue
         finally:
             curve.append(recorder.coverage(api_names))
-        cases = make_cases(program)
-        key = (cases[0]["setup_code"], program.reference_code())
+        cases = make_cases(program, config, i)
+        key = (cases[0].setup_code, program.reference_code())
         if key in seen:
             rejections[f"{scenario_name}: duplicate program"] += 1
             continue
@@ -128,7 +134,7 @@ def translate(config: BuildConfig, drafts: list[Draft], rejections: Counter) -> 
                 d.translation[variant] = {"rounds": 0, "verdict": "template"}
         return drafts
     results = translator.translate_all(
-        [(d.task_id, d.cases[0]["setup_code"], d.program.reference_code()) for d in drafts], VARIANTS)
+        [(d.task_id, d.cases[0].setup_code, d.program.reference_code()) for d in drafts], VARIANTS)
     kept = []
     for d in drafts:
         failed = None
@@ -172,7 +178,7 @@ def leaked_values(setup_code: str, instruction: str) -> list[str]:
 def filter_leaks(drafts: list[Draft], rejections: Counter) -> list[Draft]:
     kept = []
     for d in drafts:
-        leaks = [x for text in d.instructions.values() for x in leaked_values(d.cases[0]["setup_code"], text)]
+        leaks = [x for text in d.instructions.values() for x in leaked_values(d.cases[0].setup_code, text)]
         if leaks:
             rejections[f"{d.scenario}: instruction quotes an initial value"] += 1
         else:
@@ -181,30 +187,33 @@ def filter_leaks(drafts: list[Draft], rejections: Counter) -> list[Draft]:
 
 
 def capture_oracles(drafts: list[Draft], sandbox: Sandbox, rejections: Counter) -> list[Draft]:
-    """Run every reference twice per test case; keep tasks whose runs all succeed and agree."""
-    jobs = [
-        Job((d_i, c_i, run), d.scenario, d.program.reference_code(), case)
-        for d_i, d in enumerate(drafts)
-        for c_i, case in enumerate(d.cases)
-        for run in range(2)
-    ]
-    outcomes = sandbox.run_untrusted(jobs, desc="capture oracles")
-    by_key = {o.key: o for o in outcomes}
+    """Run every reference twice per test case; keep tasks whose runs all succeed and agree.
+
+    A redrawn input may send a branching program down either path: which one is read off the program itself, by
+    running its prefix and returning the condition's left side (`branch_probe`).
+    """
+    jobs = [Job((d_i, c_i, run), d.scenario, d.program.reference_code(), case.to_row())
+            for d_i, d in enumerate(drafts) for c_i, case in enumerate(d.cases) for run in range(2)]
+    jobs += [Job((d_i, c_i, "branch"), d.scenario, branch_probe(d.program), case.to_row())
+             for d_i, d in enumerate(drafts) if d.program.has_branch
+             for c_i, case in enumerate(d.cases) if case.name.startswith("redrawn")]
+    by_key = {o.key: o for o in sandbox.run_untrusted(jobs, desc="capture oracles")}
     kept = []
     for d_i, d in enumerate(drafts):
         failed = None
         for c_i, case in enumerate(d.cases):
-            first, second = by_key[(d_i, c_i, 0)], by_key[(d_i, c_i, 1)]
-            bad = next((o for o in (first, second) if o.status != "ok"), None)
-            if bad:
-                failed = f"reference {bad.status}"
+            failed = take_oracle(case, by_key[(d_i, c_i, 0)], by_key[(d_i, c_i, 1)])
+            if failed:
+                failed = f"reference {failed} on the {case.name} input" if case.name != "original" else \
+                    f"reference {failed}"
                 break
-            a = canonical_json([first.result, first.state])
-            if a != canonical_json([second.result, second.state]):
-                failed = "reference differs between two runs"
-                break
-            case["expected_result"] = canonical_json(first.result)
-            case["expected_state"] = None if first.state is None else canonical_json(first.state)
+            probe = by_key.get((d_i, c_i, "branch"))
+            if probe is not None:
+                if probe.status != "ok":
+                    failed = f"reference {probe.status} on the {case.name} input"
+                    break
+                case.branch = "then" if d.program.condition.holds(probe.result[0], json.loads(case.constants)[COND]) \
+                    else "else"
         if failed:
             rejections[f"{d.scenario}: {failed}"] += 1
         else:
@@ -212,29 +221,59 @@ def capture_oracles(drafts: list[Draft], sandbox: Sandbox, rejections: Counter) 
     return kept
 
 
+def take_oracle(case: TestCase, first, second) -> str | None:
+    """Fill `case`'s expected outputs from two runs of the reference; the reason they cannot be used, if any."""
+    bad = next((o for o in (first, second) if o.status != "ok"), None)
+    if bad:
+        return bad.status
+    if canonical_json([first.result, first.state]) != canonical_json([second.result, second.state]):
+        return "differs between two runs"
+    case.expected_result = canonical_json(first.result)
+    case.expected_state = None if first.state is None else canonical_json(first.state)
+    return None
+
+
+def branch_probe(program: Program) -> str:
+    """The program up to its if/else, returning the value the condition tests."""
+    return "".join(c.code + "\n" for c in program.prefix) + f"RESULT = [{program.condition.left}]\n"
+
+
 def to_record(d: Draft, config: BuildConfig) -> dict:
     p = d.program
-    return {
-        "task_id": d.task_id,
-        "scenario": d.scenario,
-        "instruction": d.instruction,
-        "instruction_vague": d.instructions["vague"],
-        "setup_code": d.cases[0]["setup_code"],
-        "api_doc": p.scenario.api_doc(),
-        "reference_program": p.reference_code(),
-        "test_cases": d.cases,
-        "api_calls": [c.api for c in p.all_calls],
-        "num_api_calls": len(p.all_calls),
-        "path_depth": p.path_depth(),
-        "binding_count": p.binding_count(),
-        "has_branch": p.has_branch,
-        "notes": "; ".join(p.notes),
-        "seed": config.seed,
-        "created_at": config.created_at,
-        "builder_version": __version__,
-        "translator": config.translator,
-        "translation": {f"{v}_{k}": d.translation[v][k] for v in VARIANTS for k in ("rounds", "verdict")},
-    }
+    return TaskRecord(
+        task_id=d.task_id,
+        scenario=d.scenario,
+        instruction=d.instruction,
+        instruction_vague=d.instructions["vague"],
+        setup_code=d.cases[0].setup_code,
+        api_doc=p.scenario.api_doc(),
+        reference_program=p.reference_code(),
+        test_cases=d.cases,
+        api_calls=[c.api for c in p.all_calls],
+        num_api_calls=len(p.all_calls),
+        path_depth=p.path_depth(),
+        binding_count=p.binding_count(),
+        has_branch=p.has_branch,
+        notes="; ".join(p.notes),
+        seed=config.seed,
+        created_at=config.created_at,
+        builder_version=__version__,
+        translator=config.translator,
+        translation={f"{v}_{k}": d.translation[v][k] for v in VARIANTS for k in ("rounds", "verdict")},
+        mutation=d.mutation,
+    ).to_row()
+
+
+def mutation_summary(records: dict[str, list[dict]]) -> dict:
+    """Per scenario: mutants, killed, equivalent, the score (killed / mutants) and test cases per task."""
+    out = {}
+    for scenario, recs in records.items():
+        mutants = sum(r["mutation"]["mutants"] for r in recs)
+        killed = sum(r["mutation"]["killed"] for r in recs)
+        out[scenario] = {"mutants": mutants, "killed": killed, "equivalent": mutants - killed,
+                         "score": killed / mutants if mutants else 1.0,
+                         "test_cases": mean(len(r["test_cases"]) for r in recs) if recs else 0.0}
+    return out
 
 
 def scenario_stats(records: list[dict], curve: list[float]) -> dict:
@@ -271,10 +310,13 @@ def build(config: BuildConfig) -> dict:
             if fresh:
                 drafts = fresh.drop_overlaps(drafts, rejections)
             kept = capture_oracles(drafts, sandbox, rejections)
+            if config.mutants:
+                kept = analyse_mutants(kept, sandbox, config, rejections)
             records[name] = [to_record(d, config) for d in kept]
             stats[name] = scenario_stats(records[name], curve)
             curves[name] = curve
     report = {
+        "mutation": mutation_summary(records) if config.mutants else {},
         "attempts": {s: config.n for s in config.scenarios},
         "kept": {s: len(r) for s, r in records.items()},
         "rejections": dict(sorted(rejections.items())),

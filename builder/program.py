@@ -26,8 +26,10 @@ class Path:
     state: State
 
     def result_vars(self, scenario: Scenario) -> list[str]:
-        """Variables made by a call of this path and consumed by none: what RESULT collects."""
-        return [v.name for v in self.state.vars.values() if not v.consumers and scenario.is_result(v)]
+        """Variables made by a call of this path and consumed by none (or kept whole, see
+        `Scenario.always_result`): what RESULT collects."""
+        return [v.name for v in self.state.vars.values()
+                if (not v.consumers or scenario.always_result(v)) and scenario.is_result(v)]
 
 
 @dataclass
@@ -130,16 +132,19 @@ def generate_program(
     prefix = [step(scenario, state, recorder, rng, guided) for _ in range(site or calls_per_path)]
     notes: list[str] = []
     condition = None
-    if site:
+    while site:  # no condition fits the newest value: move the split one call later, while a call is left after it
         last = prefix[-1].outputs[-1]
         condition = scenario.condition(state, state.vars[last], rng)
-        if condition is None:
-            notes.append(f"no condition fits `{last}`; the program has no branch")
+        if condition is not None or len(prefix) >= calls_per_path - 1:
+            break
+        prefix.append(step(scenario, state, recorder, rng, guided))
+    if site and condition is None:
+        notes.append(f"no condition fits `{prefix[-1].outputs[-1]}`; the program has no branch")
     if not condition:
         prefix += [step(scenario, state, recorder, rng, guided) for _ in range(calls_per_path - len(prefix))]
         return Program(scenario, initial, prefix, Path([], state), notes=notes)
 
-    remaining = calls_per_path - site
+    remaining = calls_per_path - len(prefix)
     branches = []
     for _ in range(2):
         twin = state.branch_copy()

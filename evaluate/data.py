@@ -6,9 +6,11 @@ checks every shard against MANIFEST.json before trusting it, so a corrupt or edi
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -24,7 +26,7 @@ ASSET = pa.struct([
 ])
 
 TEST_CASE = pa.struct([
-    ("name", pa.string()),  # "original" or "flipped"
+    ("name", pa.string()),  # "original", "flipped", "redrawn-N" (fresh values), "probe-N" (added by mutation analysis)
     ("branch", pa.string()),  # "main", "then" or "else": the path this case executes
     ("constants", pa.string()),  # canonical JSON of the setup constants (COND)
     ("setup_code", pa.string()),
@@ -38,6 +40,14 @@ TRANSLATION = pa.struct([  # how each variant was accepted: rounds of negotiatio
     ("precise_verdict", pa.string()),  # "OK" from the evaluator agent, "template" for the offline translator
     ("vague_rounds", pa.int32()),
     ("vague_verdict", pa.string()),
+])
+
+MUTATION = pa.struct([  # the build's mutation analysis of the reference (builder/mutate.py)
+    ("mutants", pa.int32()),  # mutants run against the task's test cases
+    ("killed", pa.int32()),  # told apart from the reference by some test case
+    ("equivalent", pa.int32()),  # same outputs and world state on every test case and every probe input
+    ("score", pa.float64()),  # killed / mutants (an equivalent mutant counts as not killed)
+    ("equivalents", pa.list_(pa.string())),  # each equivalent mutant: operator and changed line
 ])
 
 SCHEMA = pa.schema([
@@ -60,7 +70,61 @@ SCHEMA = pa.schema([
     ("builder_version", pa.string()),
     ("translator", pa.string()),
     ("translation", TRANSLATION),
+    ("mutation", MUTATION),
 ])
+
+
+@dataclass
+class TestCase:
+    """One test input of a task: its setup values and, once captured, the reference's outputs on it."""
+
+    name: str
+    branch: str
+    constants: str  # canonical JSON
+    setup_code: str
+    assets: list[dict]  # {name, kind, meta, data}
+    expected_result: str | None = None  # canonical JSON
+    expected_state: str | None = None  # canonical JSON, None for scenarios without side effects
+
+    def to_row(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class TaskRecord:
+    """One dataset row: the contract between the builder, evaluate, the leaderboard and users (see SCHEMA)."""
+
+    task_id: str
+    scenario: str
+    instruction: str
+    instruction_vague: str
+    setup_code: str
+    api_doc: str
+    reference_program: str
+    test_cases: list[TestCase]
+    api_calls: list[str]
+    num_api_calls: int
+    path_depth: int
+    binding_count: int
+    has_branch: bool
+    notes: str
+    seed: int
+    created_at: str
+    builder_version: str
+    translator: str
+    translation: dict
+    mutation: dict = field(default_factory=dict)
+
+    def to_row(self) -> dict:
+        row = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        row["test_cases"] = [c.to_row() for c in self.test_cases]
+        return row
+
+    @classmethod
+    def from_row(cls, row: dict) -> "TaskRecord":
+        values = {f.name: row[f.name] for f in dataclasses.fields(cls)}
+        values["test_cases"] = [TestCase(**c) for c in row["test_cases"]]
+        return cls(**values)
 
 
 class DatasetError(RuntimeError):

@@ -19,12 +19,15 @@ from __future__ import annotations
 import copy
 import json
 import math
+import operator
 import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 INIT = "init"  # producer tag of variables declared in the setup block
+COMPARISONS = {"==": operator.eq, "!=": operator.ne, ">": operator.gt, "<": operator.lt, ">=": operator.ge,
+               "<=": operator.le}
 
 
 # --------------------------------------------------------------------------------------------------- state
@@ -133,6 +136,10 @@ class Condition:
     phrase: str  # how the translator says the condition, with "COND" left in place
     dead_reason: str = ""  # why no flipped value exists
 
+    def holds(self, left: Any, cond: Any) -> bool:
+        """Whether `<left> <op> COND` is true for these values (the test the program's if makes)."""
+        return COMPARISONS[self.op](left, cond)
+
 
 # ------------------------------------------------------------------------------------------------- the API
 
@@ -195,11 +202,31 @@ class Scenario(ABC):
     def api_doc(self) -> str:
         """The documentation shown to the model."""
 
+    @abstractmethod
+    def redraw(self, state: State, rng: random.Random) -> State:
+        """The same setup block with freshly drawn values of the same schema: an extra test input.
+
+        `state` holds every declaration of a program (`Program.declarations`); the copy returned keeps its variable
+        names, types and every fact the program's solved parameters rely on (shapes, list lengths, which stored
+        records match which query), and changes the values, so that a program which hard-codes a value or leans on
+        a coincidence of one input fails. It must not modify `state`.
+        """
+
     def is_result(self, var: Var) -> bool:
         """Whether an unconsumed variable belongs in RESULT (by default: anything an API call produced)."""
         return var.producer != INIT
 
+    def always_result(self, var: Var) -> bool:
+        """Whether RESULT holds this variable even when later calls consume it: a value whose later uses read
+        only part of it (a listing whose ids alone are used) would otherwise leave the rest of it untested."""
+        return False
+
     value_phrases: dict[str, str] = {}  # variable type -> how the vague instruction names such a value
+
+    # What mutation analysis (builder/mutate.py) may swap in: callee -> APIs a model could confuse it with, and
+    # groups of interchangeable literals (session types, field names, setting names).
+    confusions: dict[str, tuple[str, ...]] = {}
+    vocabulary: tuple[tuple[str, ...], ...] = ()
 
     def describe_value(self, var: Var) -> str:
         """What kind of value `var` is, for the vague instruction's expected outcome (no stored values quoted)."""

@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from builder.config import BuildConfig  # noqa: E402
 from builder.fuzz import CoverageRecorder  # noqa: E402
-from builder.pipeline import make_cases, rng_for  # noqa: E402
+from builder.config import rng_for  # noqa: E402
+from builder.pipeline import make_cases  # noqa: E402
 from builder.program import generate_program  # noqa: E402
 from evaluate.sandbox import Job, Limits, Sandbox  # noqa: E402
 from scenarios import get_scenario  # noqa: E402
@@ -38,7 +39,7 @@ def programs(n: int, seed: int) -> list[tuple[str, dict]]:
     out = []
     for i in range(n):
         program = generate_program(scenario, rng_for(config, "session", i, "fuzz"), recorder)
-        out += [(program.reference_code(), case) for case in make_cases(program)]
+        out += [(program.reference_code(), case) for case in (c.to_row() for c in make_cases(program, config, i))]
     return out
 
 

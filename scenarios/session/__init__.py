@@ -10,7 +10,7 @@ apart. The sandbox side is `scenarios.session.world.SessionWorld`.
 Variables: `src*` (a source, declared in the setup block), `data*` (session data: declared, taken from a listed
 session, or a local edit), `email*` (declared, or a listed session's owner), `sessions*`/`found*` (lists from
 list and query calls), `id*` (ids from adds or taken from a list), `status*` (HTTP status of an update or
-delete; kept out of RESULT, so that only the stored state can tell whether an update or delete was skipped).
+delete; like every result no later call consumes, it goes into RESULT).
 An update or delete names its session by an id variable or by a position in a listed or queried result.
 Instructions name variables, session types, field paths and list positions, never a stored value.
 """
@@ -18,6 +18,7 @@ Instructions name variables, session types, field paths and list positions, neve
 from __future__ import annotations
 
 import copy
+import json
 import random
 from pathlib import Path
 
@@ -75,7 +76,11 @@ def _matches(record: dict, field: str, value: str) -> bool:
 
 
 def _listing(source: str, type_: str, records: list[dict]) -> dict:
-    """The value of a `sessions` variable: what a list or query answered, as of that call."""
+    """The value of a `sessions` variable: what a list or query answered, as of that call.
+
+    Listing a session observes its data: an update or delete of it is allowed again (see `_writable`)."""
+    for r in records:
+        r.pop("unseen", None)
     return {"source": source, "type": type_,
             "items": [{"key": r["key"], "data": copy.deepcopy(r["data"])} for r in records]}
 
@@ -88,17 +93,27 @@ def _positions(n: int) -> list[int]:
 
 
 def _targets(state: State, var: Var) -> list[tuple[dict, int | None]]:
-    """Live sessions a `sid` or `sessions` variable can name: (record, list position or None for an id)."""
+    """Live, writable sessions a `sid` or `sessions` variable can name: (record, list position or None for an
+    id)."""
     if var.type == SID:
         rec = _record(state, var.value)
-        return [(rec, None)] if rec else []
+        return [(rec, None)] if rec and _writable(rec) else []
     items = var.value["items"]
     out = []
     for i in _positions(len(items)):
         rec = _record(state, items[i]["key"])
-        if rec:
+        if rec and _writable(rec):
             out.append((rec, i))
     return out
+
+
+def _writable(rec: dict) -> bool:
+    """Whether an update or delete of this session keeps every earlier call live.
+
+    Data written by an add or update that nothing has listed since is still unseen: overwriting or deleting it
+    would make that earlier call dead (skipping it, or sending other data, would change nothing a test can see).
+    """
+    return not rec.get("unseen")
 
 
 def _target_code(var: str, index: int | None) -> str:
@@ -131,12 +146,13 @@ class ListSessions(API):
     )
 
     def bindings(self, state):
-        return [(v.name,) for v in state.of_type(SOURCE)]
+        # Only collections that hold something: listing an empty one tests nothing.
+        return [(v.name,) for v in state.of_type(SOURCE) if _types_in(state, v.value)]
 
     def apply(self, state, inputs, rng):
         (src,) = inputs
         source = state.vars[src].value
-        type_ = _type_for(state, source, rng, existing=0.85)
+        type_ = rng.choice(_types_in(state, source))
         out = state.produce("sessions", SESSIONS, _listing(source, type_, _collection(state, source, type_)), self.name)
         state.consume(inputs, self.name)
         code = f"{out} = requests.get({URL % (src, type_)}\").json()"
@@ -162,7 +178,7 @@ class AddSession(API):
         if same is None:  # identical data under the same source and type returns the stored session's id
             state.extra["next"] += 1
             same = {"key": f"r{state.extra['next']}", "id": None, "source": source, "type": type_,
-                    "data": copy.deepcopy(value)}
+                    "data": copy.deepcopy(value), "unseen": True}
             _records(state).append(same)
         out = state.produce("id", SID, same["key"], self.name)
         state.consume(inputs, self.name)
@@ -184,26 +200,36 @@ class QuerySessions(API):
         (DATA, "data.owner"): ('{key}["owner"]', "whose owner (`data.owner`) is the owner of {in1_}"),
     }
 
-    def bindings(self, state):
-        keys = [v for v in state.of_type(EMAIL, DATA)
-                if v.type == EMAIL or any(isinstance(v.value.get(f), str) for f in ("title", "owner"))]
-        return [(s.name, k.name) for s in state.of_type(SOURCE) for k in keys]
-
-    def apply(self, state, inputs, rng):
-        src, key = inputs
+    def _options(self, state: State, src: str, key: str) -> list[tuple[str, str, list[dict]]]:
+        """(field, type, hits) of the queries this binding can make that find something: a query answering `[]`
+        tests nothing (a misspelt field would answer the same). Queries that single out part of a collection
+        come first when there are any, so that a list of the whole collection is not an equally good answer."""
         source, var = state.vars[src].value, state.vars[key]
-        options = []
-        for (kind, field), (expr, _) in self.CRITERIA.items():
+        found, narrow = [], []
+        for (kind, field), _ in self.CRITERIA.items():
             if kind != var.type:
                 continue
             value = var.value if kind == EMAIL else var.value.get(field.split(".")[1])
             if not isinstance(value, str):
                 continue
             for type_ in words.CONTENT_TYPES:
-                hits = [r for r in _collection(state, source, type_) if _matches(r, field, value)]
-                options.append((field, value, type_, hits))
-        matching = [o for o in options if o[3]]
-        field, value, type_, hits = rng.choice(matching if matching and rng.random() < 0.8 else options)
+                everything = _collection(state, source, type_)
+                hits = [r for r in everything if _matches(r, field, value)]
+                if hits:
+                    found.append((field, type_, hits))
+                    if len(hits) < len(everything):
+                        narrow.append((field, type_, hits))
+        return narrow or found
+
+    def bindings(self, state):
+        keys = [v for v in state.of_type(EMAIL, DATA)
+                if v.type == EMAIL or any(isinstance(v.value.get(f), str) for f in ("title", "owner"))]
+        return [(s.name, k.name) for s in state.of_type(SOURCE) for k in keys if self._options(state, s.name, k.name)]
+
+    def apply(self, state, inputs, rng):
+        src, key = inputs
+        source, var = state.vars[src].value, state.vars[key]
+        field, type_, hits = rng.choice(self._options(state, src, key))
         out = state.produce("found", SESSIONS, _listing(source, type_, hits), self.name)
         state.consume(inputs, self.name)
         expr = self.CRITERIA[(var.type, field)][0].format(key=key)
@@ -250,6 +276,7 @@ class UpdateSession(API):
         value = state.vars[data].value
         rec, index = rng.choice([(r, i) for r, i in _targets(state, state.vars[ref]) if self._fits(state, r, value)])
         rec["data"] = copy.deepcopy(value)
+        rec["unseen"] = True
         out = state.produce("status", STATUS, 200, self.name)
         state.consume(inputs, self.name)
         code = f"{out} = requests.put({URL % (src, rec['type'])}/{_target_code(ref, index)}\", json={data}).status_code"
@@ -406,12 +433,67 @@ class EditData(API):
         return d
 
 
+class _Renaming:
+    """One test input's bijection from the original values to new ones (see `SessionScenario.redraw`)."""
+
+    def __init__(self, rng: random.Random, state: State):
+        self.rng = rng
+        self.maps: dict[str, dict] = {"source": {}, "email": {}, "title": {}, "description": {}}
+        self.emails = set(state.extra.get("emails", ()))  # never reuse an address of the original input
+        self.titles: set[str] = set()
+
+    def _new(self, kind: str, old: str) -> str:
+        seen = self.maps[kind]
+        if old not in seen:
+            if kind == "source":
+                free = [s for s in words.SOURCES if s != old and s not in seen.values()]
+                seen[old] = self.rng.choice(free)
+            elif kind == "email":
+                local = words.person(self.rng, self.emails).split("@")[0]
+                while f"{local}@{old.split('@')[1]}" in self.emails:
+                    local = words.person(self.rng, self.emails).split("@")[0]
+                seen[old] = f"{local}@{old.split('@')[1]}"
+                self.emails.add(seen[old])
+            elif kind == "title":
+                seen[old] = words.title(self.rng, self.titles)
+            else:
+                seen[old] = words.description(self.rng)
+        return seen[old]
+
+    def source(self, old: str) -> str:
+        return self._new("source", old)
+
+    def data(self, data: dict) -> dict:
+        out = dict(data)
+        for key in ("title", "description"):
+            if isinstance(out.get(key), str):
+                out[key] = self._new(key, out[key])
+        if isinstance(out.get("owner"), str):
+            out["owner"] = self._new("email", out["owner"])
+        if isinstance(out.get("members"), list):
+            out["members"] = [self._new("email", m) for m in out["members"]]
+        return out
+
+    def value(self, type_: str, value):
+        if type_ == SOURCE:
+            return self.source(value)
+        if type_ == EMAIL:
+            return self._new("email", value)
+        if type_ == DATA:
+            return self.data(value)
+        return value
+
+
 # ------------------------------------------------------------------------------------------- scenario
 
 
 class SessionScenario(Scenario):
     value_phrases = {SID: "a session id", DATA: "the data of a session", EMAIL: "an e-mail address",
                      SESSIONS: "a list of sessions", STATUS: "an HTTP status code", SOURCE: "a source name"}
+    confusions = {"requests.put": ("requests.post",), "requests.post": ("requests.put",),
+                  "requests.delete": ("requests.get",)}
+    vocabulary = (words.CONTENT_TYPES, ("data.owner", "data.members", "data.title"), ("id", "data"),
+                  ("title", "owner", "members"), words.TITLE_SUFFIXES)
     name = "session"
     apis = (ListSessions(), AddSession(), QuerySessions(), UpdateSession(), DeleteSession(), TakeFromList(),
             EditData())
@@ -445,6 +527,23 @@ class SessionScenario(Scenario):
         state.assets[ASSET] = Asset(ASSET, ASSET, {"count": len(stored)}, canonical_json(stored).encode())
         return state
 
+    def redraw(self, state, rng):
+        """A consistent renaming of every value: each source, e-mail address (its domain kept), title and
+        description is replaced by a new one, the same old value always by the same new one, and stored ids are
+        drawn afresh. Every relation a program's parameters rest on survives (which sessions a query matches, who
+        is a member, identical data, list positions, an e-mail domain a condition tests), while no value does."""
+        renamed = _Renaming(rng, state)
+        twin = state.branch_copy()
+        for name in twin.inits:
+            var = twin.vars[name]
+            var.value = renamed.value(var.type, var.value)
+        stored = json.loads(state.assets[ASSET].data)
+        for record in stored:
+            record.update(id=f"{rng.getrandbits(96):024x}", source=renamed.source(record["source"]),
+                          data=renamed.data(record["data"]))
+        twin.assets[ASSET] = Asset(ASSET, ASSET, {"count": len(stored)}, canonical_json(stored).encode())
+        return twin
+
     def condition(self, state, var, rng):
         v, n = var.name, None
         if var.type == SESSIONS:
@@ -466,8 +565,8 @@ class SessionScenario(Scenario):
             return Condition(v, "==", 200, 404, f"the status code `{v}` is COND")
         return None  # an id: its value is made by the service, so no constant can be stated for it
 
-    def is_result(self, var):
-        return var.producer != INIT and var.type != STATUS
+    def always_result(self, var):
+        return var.type == SESSIONS  # a listing's data is what shows that earlier writes happened
 
     def setup_code(self, state, constants):
         lines = ["import requests", "", "BASE_URL = service_url()  # the session service for this test case"]

@@ -124,12 +124,13 @@ class Transpose(API):
     )
 
     def bindings(self, state):
-        return [(v.name,) for v in state.of_type(TENSOR)]
+        return [(v.name,) for v in state.of_type(TENSOR) if any(s > 1 for s in v.value)]
 
     def apply(self, state, inputs, rng):
         (x,) = inputs
-        d0, d1 = sorted(rng.sample(range(4), 2))
         shape = list(_shape(state, x))
+        pairs = [(a, b) for a, b in itertools.combinations(range(4), 2) if shape[a] > 1 or shape[b] > 1]
+        d0, d1 = rng.choice(pairs)  # swapping two dimensions of size 1 would change nothing
         shape[d0], shape[d1] = shape[d1], shape[d0]
         out = _new_tensor(state, inputs, tuple(shape), self.name)
         return Call(self.name, [x], [out], f"{out} = torch.transpose({x}, {d0}, {d1})", {"dim0": d0, "dim1": d1})
@@ -143,15 +144,21 @@ class Permute(API):
         "rearrange the axes of {in0_} into the order {dims}; call it {out0_}",
     )
 
+    @staticmethod
+    def _moves_data(shape: tuple[int, ...], perm: list[int]) -> bool:
+        """Whether the permutation changes the tensor: reordering only dimensions of size 1 does not."""
+        return [d for d in perm if shape[d] > 1] != [d for d in range(4) if shape[d] > 1] or \
+            [shape[p] for p in perm] != list(shape)
+
     def bindings(self, state):
-        return [(v.name,) for v in state.of_type(TENSOR)]
+        return [(v.name,) for v in state.of_type(TENSOR) if sum(s > 1 for s in v.value) >= 1]
 
     def apply(self, state, inputs, rng):
         (x,) = inputs
-        perm = list(range(4))
-        while perm == [0, 1, 2, 3]:
-            rng.shuffle(perm)
         shape = _shape(state, x)
+        perm = list(range(4))
+        while not self._moves_data(shape, perm):
+            rng.shuffle(perm)
         out = _new_tensor(state, inputs, tuple(shape[p] for p in perm), self.name)
         dims = "(" + ", ".join(map(str, perm)) + ")"
         return Call(self.name, [x], [out], f"{out} = torch.permute({x}, {dims})", {"dims": dims})
@@ -201,6 +208,13 @@ class Conv2d(API):
         p = 0 if padding == "valid" else padding
         return (n + 2 * p - dilation * (k - 1) - 1) // stride + 1
 
+    @staticmethod
+    def _same_is_int(kh: int, kw: int, dilation: int) -> bool:
+        """Whether padding='same' pads every side equally, so that an integer padding would give the same result.
+        ('valid' is never drawn: it is padding 0 by another name.)"""
+        pads = [dilation * (k - 1) for k in (kh, kw)]
+        return all(p % 2 == 0 for p in pads) and pads[0] == pads[1]
+
     def bindings(self, state):
         return [(v.name,) for v in state.of_type(TENSOR)]
 
@@ -210,10 +224,14 @@ class Conv2d(API):
         for _ in range(100):
             kh, kw = rng.randint(1, 3), rng.randint(1, 3)
             stride, dilation = rng.choice([1, 1, 2]), rng.choice([1, 1, 2])
-            padding = rng.choice([0, 1, "valid", "same"])
-            if padding == "same" and stride != 1:
+            padding = rng.choice([0, 1, "same"])
+            if padding == "same" and (stride != 1 or self._same_is_int(kh, kw, dilation)):
+                continue
+            if dilation > 1 and kh == kw == 1:  # a stated option that changes nothing could be dropped unseen
                 continue
             oh, ow = (self.out_size(s, k, stride, padding, dilation) for s, k in ((h, kh), (w_, kw)))
+            if stride > 1 and oh == ow == 1:
+                continue
             if 1 <= oh <= MAX_DIM and 1 <= ow <= MAX_DIM:
                 break
         else:  # a 1x1 kernel with default options always fits
@@ -240,6 +258,7 @@ class Conv2d(API):
 
 
 class TensorScenario(Scenario):
+    vocabulary = (("same", "valid"),)
     name = "tensor"
     apis = (Cat(), Split(), Transpose(), Permute(), Linear(), Conv2d())
     world = "scenarios.tensor.world:TensorWorld"
@@ -262,14 +281,29 @@ class TensorScenario(Scenario):
         return state
 
     def condition(self, state, var, rng):
+        """A test of one dimension's size whose value no other in-scope size shares (another tensor's size at
+        that dimension, another dimension of this one): shapes are the same on every test input, so a branch
+        on a coincidentally equal size would pass every test."""
         shape = tuple(var.value)
-        dim = rng.randrange(4)
+        others = [tuple(v.value) for v in state.of_type(TENSOR, WEIGHT) if v.name != var.name]
+        unique = [d for d in range(4)
+                  if sum(s == shape[d] for s in shape) == 1 and all(len(o) <= d or o[d] != shape[d] for o in others)]
+        if not unique:
+            return None
+        dim = rng.choice(unique)
         size = shape[dim]
         if rng.random() < 0.5:
             return Condition(f"{var.name}.shape[{dim}]", "==", size, size + 1,
                              f"dimension {dim} of `{var.name}` has size COND")
         return Condition(f"{var.name}.shape[{dim}]", ">", size - 1, size,
                          f"the size of dimension {dim} of `{var.name}` is greater than COND")
+
+    def redraw(self, state, rng):
+        """New values for every stored tensor and weight; shapes (all a program's parameters rest on) are kept."""
+        twin = state.branch_copy()
+        for name, asset in state.assets.items():
+            twin.assets[name] = _random_asset(name, tuple(asset.meta["shape"]), rng)
+        return twin
 
     def setup_code(self, state, constants):
         lines = ["import torch", "import torch.nn.functional as F", ""]

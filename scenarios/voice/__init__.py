@@ -63,7 +63,9 @@ class SearchVoiceLibrary(API):
         gens = [v.name for v in state.of_type(GENDER)]
         combos = [(c,) for c in cats] + [(g,) for g in gens] + [(c, g) for c in cats for g in gens]
         done = state.extra.get("searched", [])
-        return [b for b in combos if list(b) not in done]
+        # A search that finds nothing tests nothing: any misspelt criterion would find the same.
+        return [b for b in combos if list(b) not in done
+                and search_library(**{state.vars[n].type: state.vars[n].value for n in b})]
 
     def apply(self, state, inputs, rng):
         kwargs = {state.vars[n].type: n for n in inputs}  # "category"/"gender" are also the parameter names
@@ -82,7 +84,8 @@ class SearchVoiceLibrary(API):
 
 
 def _voice_lists(state: State) -> list[str]:
-    return [v.name for v in state.of_type(VOICES) if v.value]
+    """Search results a call can take a voice from: two voices at least, so the first is not also the last."""
+    return [v.name for v in state.of_type(VOICES) if len(v.value) >= 2]
 
 
 class TextToSpeech(API):
@@ -174,11 +177,19 @@ class SpeechToText(API):
 
     def bindings(self, state):
         done = state.extra.get("transcribed", [])
-        return [(s.name,) for s in state.of_type(SPEECH) if s.name not in done]
+        return [(s.name,) for s in state.of_type(SPEECH) if s.name not in done and self._telling(state, s.name)]
+
+    @staticmethod
+    def _telling(state, speech: str) -> list[bool]:
+        """The diarize settings under which this speech's transcript differs from every other speech's in scope:
+        speeches made from one another share their words, and transcribing the wrong one must not pass."""
+        others = [v.value for v in state.of_type(SPEECH) if v.name != speech]
+        value = state.vars[speech].value
+        return [d for d in (False, True) if all(transcribe(o, d) != transcribe(value, d) for o in others)]
 
     def apply(self, state, inputs, rng):
         (speech,) = inputs
-        diarize = rng.random() < 0.5
+        diarize = rng.choice(self._telling(state, speech))
         text = transcribe(state.vars[speech].value, diarize)
         state.consume(inputs, self.name)
         state.extra.setdefault("transcribed", []).append(speech)
@@ -242,6 +253,7 @@ class MakeOutboundCall(API):
 class VoiceScenario(Scenario):
     value_phrases = {SPEECH: "a speech", TEXT: "a text", TRANSCRIPT: "a transcript", VOICES: "a list of voices",
                      CALL: "an outbound call record", PHONE: "a phone number"}
+    vocabulary = (SETTINGS,)
     name = "voice"
     apis = (SearchVoiceLibrary(), TextToSpeech(), SpeechToSpeech(), SpeechToText(), IsolateAudio(),
             MakeOutboundCall())
@@ -263,6 +275,30 @@ class VoiceScenario(Scenario):
                 state.declare(Var(state.fresh("phone"), PHONE, number))
         return state
 
+    def redraw(self, state, rng):
+        """Another recorded conversation, message and phone numbers; the search criteria are kept, so every
+        search finds the same voices and every position a program takes from a result exists."""
+        twin = state.branch_copy()
+        numbers: set[str] = set()
+        for name in twin.inits:
+            var = twin.vars[name]
+            if var.type == SPEECH:
+                while list((segments := user_conversation(rng))) == list(map(list, var.value.segments)):
+                    pass
+                twin.assets[name] = Asset(name, "speech", {"segments": len(segments)},
+                                          json.dumps(segments).encode("utf-8"))
+                var.value = recording(segments, name)
+            elif var.type == TEXT:
+                while (text := message_text(rng)) == var.value:
+                    pass
+                var.value = text
+            elif var.type == PHONE:
+                while (number := phone_number(rng)) in numbers or number == state.vars[name].value:
+                    pass
+                numbers.add(number)
+                var.value = number
+        return twin
+
     def condition(self, state, var, rng):
         value = var.value
         if var.type == SPEECH:
@@ -282,10 +318,14 @@ class VoiceScenario(Scenario):
                     f"the transcript `{var.name}` is shorter than COND characters")
         else:
             return None
+        if any(getattr(o.value, "duration", None) == amount for o in state.of_type(var.type) if o.name != var.name):
+            return None  # a speech made from another keeps its length: a test of the wrong one would pass
         margin = rng.randint(0, 1)
+        # The flipped value is the amount itself: the condition fails there, and so does `>=` for `>` (or `<=`
+        # for `<`), which no other value would show.
         if rng.random() < 0.5:  # amount > COND holds for the first value, not for the flipped one
-            return Condition(left, ">", math.ceil(amount) - 1 - margin, math.ceil(amount) + margin, said[0])
-        return Condition(left, "<", math.floor(amount) + 1 + margin, math.floor(amount) - margin, said[1])
+            return Condition(left, ">", math.ceil(amount) - 1 - margin, amount, said[0])
+        return Condition(left, "<", math.floor(amount) + 1 + margin, amount, said[1])
 
     def setup_code(self, state, constants):
         lines = []

@@ -137,7 +137,7 @@ def test_a_leaking_translation_is_dropped_and_counted():
     config = BuildConfig(scenarios=["voice"], n=2, seed=0, created_at="2026-01-01")
     rejections = Counter()
     drafts = translate(config, fuzz(config, "voice", rejections)[0], rejections)
-    message = next(line.split(" = ", 1)[1].strip("'\"") for line in drafts[0].cases[0]["setup_code"].splitlines()
+    message = next(line.split(" = ", 1)[1].strip("'\"") for line in drafts[0].cases[0].setup_code.splitlines()
                    if line.startswith("message = "))
     drafts[0].instructions["vague"] += f" Say: {message}"
     kept = filter_leaks(drafts, rejections)

@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from builder.config import BuildConfig
 from builder.fuzz import CoverageRecorder, NoValidCall, pairs_for, step
 from builder.pipeline import make_cases
 from builder.program import generate_program
@@ -117,12 +118,12 @@ def test_uniform_sampling_emits_only_valid_calls(scenario):
         program = generate_program(scenario, random.Random(seed), recorder, guided=False)
         for calls in program.paths():
             assert len(calls) == 5
-        for case in make_cases(program):
+        for case in (c.to_row() for c in make_cases(program, BuildConfig(), 0)):
             ns = {"__name__": "__main__"}
             ns.update(world.namespace({"assets": [dict(a, meta=json.loads(a["meta"])) for a in case["assets"]]}))
             exec(case["setup_code"], ns)
             exec(program.reference_code(), ns)  # an illegal call raises here
-            path = program.orelse if case["name"] == "flipped" else program.then
+            path = program.orelse if case["branch"] == "else" else program.then
             for var in path.state.vars.values():
                 assert tuple(ns[var.name].shape) == tuple(var.value), f"seed {seed}: `{var.name}`"
 

@@ -157,22 +157,55 @@ def test_every_kept_task_is_well_formed(small_dataset):
             assert case["assets"], "the stored initial tensors travel with every test case"
 
 
-def test_branching_tasks_have_original_and_flipped_cases(small_dataset):
+def test_every_task_has_original_flipped_and_redrawn_cases(small_dataset):
     rows = shard_rows(small_dataset)
     for r in rows:
         cases = r["test_cases"]
+        names = [c["name"] for c in cases]
+        fixed = ["original", "flipped"] if r["has_branch"] else ["original"]
+        assert names[:len(fixed) + 2] == fixed + ["redrawn-1", "redrawn-2"], r["task_id"]
+        assert all(n.startswith("probe-") for n in names[len(fixed) + 2:]), r["task_id"]
+        assert len(cases) >= 3
         if r["has_branch"]:
-            assert [c["name"] for c in cases] == ["original", "flipped"], r["task_id"]
-            assert [c["branch"] for c in cases] == ["then", "else"]
-            original, flipped = (json.loads(c["constants"]) for c in cases)
+            original, flipped = (json.loads(c["constants"]) for c in cases[:2])
             assert set(original) == set(flipped) == {"COND"}
             assert original["COND"] != flipped["COND"]
-            assert cases[0]["setup_code"] != cases[1]["setup_code"]
+            assert [c["branch"] for c in cases[:2]] == ["then", "else"]
+            assert {c["branch"] for c in cases} <= {"then", "else"}
             assert "if " in r["reference_program"] and "COND" in r["reference_program"]
         else:
-            assert [c["name"] for c in cases] == ["original"], r["task_id"]
-            assert cases[0]["branch"] == "main" and json.loads(cases[0]["constants"]) == {}
+            assert {c["branch"] for c in cases} == {"main"} and json.loads(cases[0]["constants"]) == {}
             assert "COND" not in r["reference_program"]
+        # A redrawn input keeps the names the model is shown and changes the values behind them.
+        base = cases[0]
+        for c in cases[len(fixed):]:
+            assert [a["name"] for a in c["assets"]] == [a["name"] for a in base["assets"]]
+            assert _assigned_names(c["setup_code"]) == _assigned_names(base["setup_code"])
+            assert (c["setup_code"], [a["data"] for a in c["assets"]]) != \
+                (base["setup_code"], [a["data"] for a in base["assets"]]), (r["task_id"], c["name"])
+
+
+def _assigned_names(setup_code: str) -> list[str]:
+    return [line.split(" = ")[0] for line in setup_code.splitlines() if " = " in line and line.split(" = ")[0] != "COND"]
+
+
+def test_every_record_carries_its_mutation_analysis(small_dataset):
+    rows = shard_rows(small_dataset)
+    report = json.loads((small_dataset / "build_report.json").read_text())
+    for r in rows:
+        m = r["mutation"]
+        assert m["mutants"] > 0 and m["killed"] + m["equivalent"] == m["mutants"], r["task_id"]
+        assert m["score"] == pytest.approx(m["killed"] / m["mutants"])
+        assert len(m["equivalents"]) == m["equivalent"]
+        # a dropped or skipped call that nothing notices would be a dead call: such a task is never kept
+        assert not any(e.startswith(("drop_call", "skip_call")) for e in m["equivalents"]), r["task_id"]
+    summary = report["mutation"]
+    for scenario, s in summary.items():
+        mine = [r["mutation"] for r in rows if r["scenario"] == scenario]
+        assert s["mutants"] == sum(m["mutants"] for m in mine)
+        assert s["killed"] == sum(m["killed"] for m in mine)
+    card = (small_dataset / "README.md").read_text()
+    assert "mutation score" in card.lower()
 
 
 # ------------------------------------------------------------------------------------ reproducibility

@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from builder.config import BuildConfig
 from builder.fuzz import CoverageRecorder
 from builder.pipeline import make_cases
 from builder.program import COND, Path, Program, generate_program
@@ -36,7 +37,7 @@ def branching(programs):
 
 def namespace(program: Program, flipped: bool) -> dict:
     """Run setup + reference for one test case in this process (trusted code) and return its globals."""
-    case = make_cases(program)[1 if flipped else 0]
+    case = make_cases(program, BuildConfig(), 0)[1 if flipped else 0].to_row()
     ns = {"__name__": "__main__"}
     ns.update(TensorWorld().namespace({"assets": [dict(a, meta=json.loads(a["meta"])) for a in case["assets"]]}))
     exec(case["setup_code"], ns)
@@ -82,7 +83,10 @@ def test_branch_probability_zero_and_one(scenario):
     never = [generate_program(scenario, random.Random(s), recorder, branch_probability=0.0) for s in range(20)]
     always = [generate_program(scenario, random.Random(s), recorder, branch_probability=1.0) for s in range(20)]
     assert not any(p.has_branch for p in never)
-    assert all(p.has_branch for p in always)
+    # Always asked for; left out only where no value on the way offers a condition that no other in-scope
+    # value would satisfy as well (shapes are the same on every input, so such a branch could not be checked).
+    assert sum(p.has_branch for p in always) >= 15
+    assert all(p.has_branch or "no condition fits" in p.notes[0] for p in always)
 
 
 def test_straight_program_assigns_result_once_at_the_end(programs):
@@ -151,7 +155,7 @@ def test_constants_are_only_declared_for_branching_programs(programs):
         if p.has_branch:
             assert p.constants() == {COND: p.condition.value}
             assert p.constants(flipped=True) == {COND: p.condition.flipped}
-            assert f"{COND} = {p.condition.value!r}" in make_cases(p)[0]["setup_code"]
+            assert f"{COND} = {p.condition.value!r}" in make_cases(p, BuildConfig(), 0)[0].setup_code
         else:
             assert p.constants() == {} and p.constants(flipped=True) == {}
 

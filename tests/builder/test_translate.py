@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pytest
 
+from builder.config import BuildConfig
 from builder.fuzz import CoverageRecorder
 from builder.pipeline import make_cases
 from builder.program import COND, generate_program
@@ -132,7 +133,7 @@ def assert_no_value_leaks(text: str, values: np.ndarray) -> None:
 
 def test_no_stored_value_leaks_into_fuzzed_instructions(programs, translator):
     for p in programs:
-        case = make_cases(p)[0]
+        case = make_cases(p, BuildConfig(), 0)[0].to_row()
         values = stored_values(case)
         assert values.size
         assert_no_value_leaks(translate(translator, p), values)

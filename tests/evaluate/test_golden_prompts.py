@@ -30,7 +30,7 @@ def first_task(scenario: str) -> dict:
     rejections = Counter()
     drafts, _ = fuzz(config, scenario, rejections)
     draft = translate(config, drafts, rejections)[0]
-    return {"api_doc": draft.program.scenario.api_doc(), "setup_code": draft.cases[0]["setup_code"],
+    return {"api_doc": draft.program.scenario.api_doc(), "setup_code": draft.cases[0].setup_code,
             "instruction": draft.instructions["precise"], "instruction_vague": draft.instructions["vague"]}
 
 

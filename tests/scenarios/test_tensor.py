@@ -14,6 +14,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from builder.config import BuildConfig
 from builder.fuzz import CoverageRecorder
 from builder.pipeline import make_cases
 from builder.program import Program, generate_program
@@ -51,7 +52,12 @@ def run_case(world: TensorWorld, program: Program, case: dict) -> dict:
 
 
 def path_of(program: Program, case: dict):
-    return program.orelse if case["name"] == "flipped" else program.then
+    return program.orelse if case["branch"] == "else" else program.then
+
+
+def cases_of(program: Program, seed: int) -> list[dict]:
+    """Every test case (redrawn ones too: their shapes, and so the branch each takes, are the original's)."""
+    return [c.to_row() for c in make_cases(program, BuildConfig(), seed)]
 
 
 def fuzzed(scenario, guided: bool = True):
@@ -67,7 +73,7 @@ def fuzzed(scenario, guided: bool = True):
 def test_predicted_shapes_equal_torch_shapes(scenario, world, guided):
     apis_seen = set()
     for seed, program in fuzzed(scenario, guided):
-        for case in make_cases(program):
+        for case in cases_of(program, seed):
             ns = run_case(world, program, case)  # raises if any emitted call is illegal
             path = path_of(program, case)
             for var in path.state.vars.values():
@@ -90,7 +96,7 @@ def test_predicted_shapes_equal_torch_shapes(scenario, world, guided):
 
 def test_stored_data_of_fuzzed_tasks_stays_small(scenario, world):
     for seed, program in fuzzed(scenario):
-        cases = make_cases(program)
+        cases = cases_of(program, seed)
         size = 0
         for case in cases:
             ns = run_case(world, program, case)

@@ -1,0 +1,366 @@
+"""Mutation analysis of a task's oracle: is every plausible wrong program told apart from the reference?
+
+For each task the reference program is mutated the ways a model gets a program subtly wrong (the operators
+below), every mutant runs in the sandbox on the task's test cases, and a mutant that any test case tells apart
+is killed. A survivor then runs on probe inputs (more fresh values of the same schema): a probe that kills it
+becomes a test case of the task (the oracle is strengthened); a mutant that survives every probe is recorded as
+equivalent, except a dropped or skipped call, which means the call is dead and drops the task (`weak_oracle`).
+
+Mutants run where the runs are cheapest first: every mutant on the first test case, only the survivors on the
+others, and only the last survivors on probes, all on the sandbox's warm workers.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import copy
+import random
+from collections import Counter
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from builder.program import COND, Program
+from evaluate.sandbox import Job
+
+OPERATORS = ("drop_call", "skip_call", "other_api", "argument", "swap_args", "variable", "condition", "result")
+DEAD = ("drop_call", "skip_call")  # survivors of these mean a call whose effect no test case can see
+OK_STATUS = 200  # what a skipped update or delete is replaced by: the status it answers when it works
+SETTLED = frozenset({"RESULT", COND, "BASE_URL"})  # names a variable mutant never replaces or puts in
+
+
+@dataclass(frozen=True)
+class Mutant:
+    operator: str
+    change: str  # the changed line, "before -> after"
+    code: str
+    undefined: str = ""  # a name it reads that nothing defines: it raises NameError, killed without a run
+
+    def describe(self) -> str:
+        return f"{self.operator}: {self.change}"
+
+
+def mutants(program: Program, per_task: int, rng: random.Random) -> list[Mutant]:
+    """Distinct mutants of the reference (none equal to it as text): every dropped call that leaves a name
+    undefined (killed without a run), and at most `per_task` others, drawn evenly over the operators so that no
+    operator crowds out the others."""
+    reference = program.reference_code()
+    tree = ast.parse(reference)
+    base = ast.unparse(tree)
+    types = _var_types(program)
+    setup = set(program.declarations().inits) | set(program.constants()) | SETTLED
+    seen, by_operator = {base}, {op: [] for op in OPERATORS}
+    for operator, before, mutated in _generate(tree, program, types):
+        code = ast.unparse(mutated)
+        if code in seen:
+            continue
+        seen.add(code)
+        after = _changed_line(base, code)
+        undefined = _undefined_read(mutated, setup) if operator == "drop_call" else ""
+        by_operator[operator].append(Mutant(operator, f"{before} -> {after}", code + "\n", undefined))
+    chosen = [m for pool in by_operator.values() for m in pool if m.undefined]  # free: no run needed
+    pools = [rng.sample(pool, len(pool)) for pool in ([m for m in p if not m.undefined] for p in by_operator.values())]
+    per_task += len(chosen)
+    while len(chosen) < per_task and any(pools):
+        for pool in pools:
+            if pool and len(chosen) < per_task:
+                chosen.append(pool.pop())
+    return chosen
+
+
+def _undefined_read(tree: ast.Module, defined: set[str]) -> str:
+    """The first name a path of the program reads before any statement on that path assigns it ("" if none)."""
+    def walk(stmts: list[ast.stmt], known: set[str]) -> str:
+        for stmt in stmts:
+            reads = _expression(stmt) if isinstance(stmt, (ast.If, ast.Assign)) else stmt
+            for node in ast.walk(reads):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in known \
+                        and not hasattr(builtins, node.id):
+                    return node.id
+            if isinstance(stmt, ast.If):
+                return walk(stmt.body, set(known)) or walk(stmt.orelse, set(known))
+            known |= {t.id for t in ast.walk(stmt) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
+        return ""
+    return walk(tree.body, set(defined))
+
+
+def _var_types(program: Program) -> dict[str, str]:
+    types = {}
+    for path in (program.then, program.orelse):
+        if path is not None:
+            types.update({name: var.type for name, var in path.state.vars.items()})
+    return types
+
+
+def _changed_line(base: str, code: str) -> str:
+    for a, b in zip(base.splitlines(), code.splitlines()):
+        if a != b:
+            return b.strip()
+    return "(a line removed)"
+
+
+# ------------------------------------------------------------------------------------------- operators
+
+Edit = tuple[str, str, ast.Module]  # operator, the original line, the mutated module
+
+
+def _generate(tree: ast.Module, program: Program, types: dict[str, str]) -> Iterator[Edit]:
+    scenario = program.scenario
+    setup = list(program.declarations().inits)
+    for body, i, stmt in _statements(tree):
+        line = ast.unparse(stmt).splitlines()[0].strip()
+
+        def edit(change: Callable[[ast.stmt], ast.stmt | None]) -> ast.Module:
+            """A copy of the module with this statement replaced by `change(copy of it)` (None: removed)."""
+            new = copy.deepcopy(tree)
+            new_body, new_stmt = _find(new, body, i)
+            replaced = change(new_stmt)
+            if replaced is None:
+                del new_body[i]
+                if not new_body:
+                    new_body.append(ast.Pass())
+            else:
+                new_body[i] = replaced
+            return new
+
+        scope = setup + _assigned_before(tree, body, i)
+        if isinstance(stmt, ast.If):
+            yield from _condition_mutants(stmt, line, edit)
+        elif _assigned(stmt) == "RESULT":
+            yield from _result_mutants(stmt, line, edit)
+            continue
+        elif _nodes(stmt, ast.Call):
+            yield "drop_call", line, edit(lambda s: None)
+            stand_in = _stand_in(stmt, types)
+            if stand_in is not None:
+                yield "skip_call", line, edit(lambda s: ast.Assign(targets=s.targets, value=stand_in, lineno=0))
+            for k, node in enumerate(_nodes(stmt, ast.Call)):
+                for other in scenario.confusions.get(ast.unparse(node.func), ()):
+                    yield "other_api", line, edit(_at(k, ast.Call, lambda n, o=other: _replace(n, "func", _expr(o))))
+                positional = [j for j, a in enumerate(node.args) if not isinstance(a, ast.Starred)]
+                for a, b in zip(positional, positional[1:]):
+                    if ast.unparse(node.args[a]) != ast.unparse(node.args[b]):
+                        yield "swap_args", line, edit(_at(k, ast.Call, lambda n, a=a, b=b: _swap(n, a, b)))
+        yield from _argument_mutants(stmt, line, edit, scenario.vocabulary)
+        yield from _variable_mutants(stmt, line, edit, types, scope)
+
+
+def _expression(stmt: ast.stmt) -> ast.expr:
+    """The part of a statement a mutant changes: an assignment's value, an if's test."""
+    return stmt.test if isinstance(stmt, ast.If) else stmt.value
+
+
+def _assigned_before(tree: ast.Module, body: tuple, i: int) -> list[str]:
+    """Names assigned before statement `i` of `body` on its own path (a then-branch is not before the else)."""
+    if body == ("body",):
+        before = tree.body[:i]
+    else:
+        _, k, branch = body
+        before = tree.body[:k] + getattr(tree.body[k], branch)[:i]
+    return [t.id for s in before for t in ast.walk(s) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)]
+
+
+def _statements(tree: ast.Module) -> Iterator[tuple[tuple, int, ast.stmt]]:
+    """(path to the body, index, statement) for every statement, branch bodies included."""
+    for i, stmt in enumerate(tree.body):
+        yield ("body",), i, stmt
+        if isinstance(stmt, ast.If):
+            for j, inner in enumerate(stmt.body):
+                yield ("body", i, "body"), j, inner
+            for j, inner in enumerate(stmt.orelse):
+                yield ("body", i, "orelse"), j, inner
+
+
+def _find(tree: ast.Module, body: tuple, i: int) -> tuple[list, ast.stmt]:
+    if body == ("body",):
+        return tree.body, tree.body[i]
+    _, k, branch = body
+    stmts = getattr(tree.body[k], branch)
+    return stmts, stmts[i]
+
+
+def _assigned(stmt: ast.stmt) -> str | None:
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        return stmt.targets[0].id
+    return None
+
+
+def _nodes(stmt: ast.AST, kind: type) -> list[ast.AST]:
+    """Nodes of a kind in a fixed order (ast.walk's), so that the k-th of a copy is the k-th of the original."""
+    return [n for n in ast.walk(stmt) if isinstance(n, kind)]
+
+
+def _at(k: int, kind: type, change: Callable[[ast.AST], None]) -> Callable[[ast.stmt], ast.stmt]:
+    def apply(stmt: ast.stmt) -> ast.stmt:
+        change(_nodes(stmt, kind)[k])
+        return stmt
+    return apply
+
+
+def _replace(node: ast.AST, attr: str, value: ast.AST) -> None:
+    setattr(node, attr, value)
+
+
+def _swap(call: ast.Call, a: int, b: int) -> None:
+    call.args[a], call.args[b] = call.args[b], call.args[a]
+
+
+def _expr(text: str) -> ast.expr:
+    return ast.parse(text, mode="eval").body
+
+
+def _stand_in(stmt: ast.stmt, types: dict[str, str]) -> ast.expr | None:
+    """What a program that skips this call could put in its place and still run on: the input it would have
+    transformed (same type), or the status a write answers when it works."""
+    target = _assigned(stmt)
+    if target is None or not isinstance(stmt.value, (ast.Call, ast.Attribute)):
+        return None
+    if isinstance(stmt.value, ast.Attribute) and stmt.value.attr == "status_code":
+        return ast.Constant(OK_STATUS)
+    if isinstance(stmt.value, ast.Call):
+        for arg in stmt.value.args:
+            if isinstance(arg, ast.Name) and types.get(arg.id) == types.get(target):
+                return ast.Name(arg.id, ast.Load())
+    return None
+
+
+def _condition_mutants(stmt: ast.If, line: str, edit) -> Iterator[Edit]:
+    flips = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Lt: ast.LtE,
+             ast.LtE: ast.Lt}
+
+    def negate(s: ast.If) -> ast.If:
+        s.test = ast.UnaryOp(ast.Not(), s.test)
+        return s
+
+    def flip(s: ast.If) -> ast.If:
+        s.test.ops = [flips[type(s.test.ops[0])]()]
+        return s
+
+    yield "condition", line, edit(negate)
+    if isinstance(stmt.test, ast.Compare) and type(stmt.test.ops[0]) in flips:
+        yield "condition", line, edit(flip)
+
+
+def _result_mutants(stmt: ast.Assign, line: str, edit) -> Iterator[Edit]:
+    items = stmt.value.elts if isinstance(stmt.value, ast.List) else []
+    for j in range(len(items)):
+        yield "result", line, edit(lambda s, j=j: _replace(s.value, "elts", s.value.elts[:j] + s.value.elts[j + 1:])
+                                   or s)
+    for j in range(len(items) - 1):
+        def swap(s, j=j):
+            e = s.value.elts
+            e[j], e[j + 1] = e[j + 1], e[j]
+            return s
+        yield "result", line, edit(swap)
+
+
+def _argument_mutants(stmt: ast.stmt, line: str, edit, vocabulary) -> Iterator[Edit]:
+    """Another value for a literal (a neighbouring integer: a dim, a size, a list position; another setting; the
+    other truth value; another word of the same kind: a session type, a field), or another keyword."""
+    for k, node in enumerate(_nodes(_expression(stmt), ast.Constant)):
+        for other in _alternatives(node.value, vocabulary):
+            def change(s, k=k, other=other):
+                _nodes(_expression(s), ast.Constant)[k].value = other
+                return s
+            yield "argument", line, edit(change)
+    for k, node in enumerate(_nodes(_expression(stmt), ast.keyword)):
+        for other in _alternatives(node.arg, vocabulary) if node.arg else ():
+            def rename(s, k=k, other=other):
+                _nodes(_expression(s), ast.keyword)[k].arg = other
+                return s
+            yield "argument", line, edit(rename)
+
+
+def _alternatives(value, vocabulary) -> list:
+    if isinstance(value, bool):
+        return [not value]
+    if isinstance(value, int):
+        out = [value + 1, value - 1] if value > 0 else [value + 1]
+        if value in (0, -1):
+            out.append(-1 - value)  # the first and the last position
+        return [v for v in dict.fromkeys(out) if v != value]
+    if isinstance(value, float):
+        return [round(value + 0.1, 6), round(value - 0.1, 6)]
+    if isinstance(value, str):
+        out = []
+        for group in vocabulary:
+            for word in group:
+                if word and word in value:
+                    out += [value.replace(word, other) for other in group if other != word]
+        return [v for v in dict.fromkeys(out) if v != value]
+    return []
+
+
+def _variable_mutants(stmt: ast.stmt, line: str, edit, types: dict[str, str], scope: list[str]) -> Iterator[Edit]:
+    """Another in-scope variable of the same type in place of one the statement reads."""
+    def uses(s: ast.stmt) -> list[ast.Name]:
+        return [n for n in _nodes(_expression(s), ast.Name) if isinstance(n.ctx, ast.Load) and n.id in types]
+
+    for k, node in enumerate(uses(stmt)):
+        for other in dict.fromkeys(scope):
+            if other != node.id and other not in SETTLED and types.get(other) == types[node.id]:
+                def change(s, k=k, other=other):
+                    uses(s)[k].id = other
+                    return s
+                yield "variable", line, edit(change)
+
+
+# ------------------------------------------------------------------------------------------- the step
+
+
+def analyse_mutants(drafts: list, sandbox, config, rejections: Counter) -> list:
+    """Mutation analysis of every draft (oracles captured): record its score, strengthen it with probe inputs
+    that kill a survivor, drop it when a call is dead (counted as `weak_oracle`)."""
+    from builder.config import rng_for
+    from builder.pipeline import probe_cases, take_oracle
+
+    plans = [mutants(d.program, config.mutants, rng_for(config, d.scenario, d.index, "mutants")) for d in drafts]
+    alive = {(d_i, m_i) for d_i, ms in enumerate(plans) for m_i, m in enumerate(ms) if not m.undefined}
+    for c_i in range(max((len(d.cases) for d in drafts), default=0)):  # cheapest first: most die on case 0
+        pending = sorted(k for k in alive if c_i < len(drafts[k[0]].cases))
+        alive -= _killed(sandbox, drafts, plans, {k: drafts[k[0]].cases[c_i] for k in pending}, f"mutants {c_i + 1}")
+
+    probes = {d_i: probe_cases(d.program, config, d.index) for d_i, d in enumerate(drafts)
+              if any(k[0] == d_i for k in alive)}
+    runs = [Job((d_i, p_i, run), drafts[d_i].scenario, drafts[d_i].program.reference_code(), probe.to_row())
+            for d_i, ps in probes.items() for p_i, probe in enumerate(ps) for run in range(2)]
+    by_key = {o.key: o for o in sandbox.run_untrusted(runs, desc="probe inputs")}
+    usable = {(d_i, p_i): probe for d_i, ps in probes.items() for p_i, probe in enumerate(ps)
+              if take_oracle(probe, by_key[(d_i, p_i, 0)], by_key[(d_i, p_i, 1)]) is None}
+    added: dict[int, list] = {}
+    for p_i in range(config.probes):
+        pending = sorted(k for k in alive if (k[0], p_i) in usable)
+        killed = _killed(sandbox, drafts, plans, {k: usable[(k[0], p_i)] for k in pending}, f"probes {p_i + 1}")
+        for d_i in sorted({k[0] for k in killed}):
+            added.setdefault(d_i, []).append(usable[(d_i, p_i)])
+        alive -= killed
+
+    kept = []
+    for d_i, d in enumerate(drafts):
+        for probe in added.get(d_i, []):
+            d.cases.append(probe)
+        survivors = [plans[d_i][m_i] for k, m_i in sorted(alive) if k == d_i]
+        dead = [m for m in survivors if m.operator in DEAD]
+        total = len(plans[d_i])
+        d.mutation = {"mutants": total, "killed": total - len(survivors), "equivalent": len(survivors),
+                      "score": (total - len(survivors)) / total if total else 1.0,
+                      "equivalents": [m.describe() for m in survivors]}
+        if dead:
+            rejections[f"{d.scenario}: weak_oracle (a dead call: {dead[0].describe()})"[:160]] += 1
+        else:
+            kept.append(d)
+    return kept
+
+
+def _killed(sandbox, drafts: list, plans: list, cases: dict, desc: str) -> set:
+    """The (draft, mutant) keys whose run on the given test case differs from the reference's outputs."""
+    from evaluate.scoring import judge_case
+    from scenarios import get_scenario
+
+    jobs = [Job(k, drafts[k[0]].scenario, plans[k[0]][k[1]].code, case.to_row()) for k, case in cases.items()]
+    killed = set()
+    for o in sandbox.run_untrusted(jobs, desc=desc):
+        status, _ = judge_case(get_scenario(drafts[o.key[0]].scenario), cases[o.key].to_row(), o)
+        if status != "pass":
+            killed.add(o.key)
+    return killed
