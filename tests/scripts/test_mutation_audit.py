@@ -1,0 +1,86 @@
+"""scripts/mutation_audit.py, the auditor's mutation check: run end to end on a tiny three-scenario build."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "mutation_audit.py"
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("mutation_audit", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def audit(tmp_path_factory):
+    """(completed process, output folder) of the script on 3 programs per scenario; seed 2 has branches in all."""
+    root = tmp_path_factory.mktemp("audit")
+    dataset, out = root / "stateeval", root / "audit"
+    subprocess.run([sys.executable, "-m", "builder", "--n", "3", "--seed", "2", "--out", str(dataset),
+                    "--created-at", "2026-01-01", "--workers", "2"], cwd=ROOT, check=True, capture_output=True,
+                   timeout=300)
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--dataset", str(dataset), "--out", str(out),
+                           "--per-task", "15", "--workers", "2"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return proc, out
+
+
+def test_report_arithmetic(audit):
+    proc, out = audit
+    report = json.loads((out / "report.json").read_text())
+    assert report["broken_references"] == []  # every control passes, so every kill means something
+    assert report["total"] > 0 and report["killed"] + report["survived"] == report["total"]
+    for key in ("per_scenario", "per_operator"):
+        assert sum(v["total"] for v in report[key].values()) == report["total"]
+        assert sum(v.get("killed", 0) for v in report[key].values()) == report["killed"]
+    assert set(report["per_scenario"]) == {"tensor", "session", "voice"}
+    m = re.search(r"mutants: (\d+)\s+killed: (\d+)\s+survived: (\d+)", proc.stdout)
+    assert m and [int(g) for g in m.groups()] == [report["total"], report["killed"], report["survived"]]
+    survivors = (out / "survivors.txt").read_text().splitlines()
+    assert len(survivors) == report["survived"] and all(" -> " in line for line in survivors)
+    samples = (out / "mutants.jsonl").read_text().splitlines()
+    mapping = [json.loads(line) for line in (out / "mutants.map.jsonl").read_text().splitlines()]
+    controls = [row["task_id"] for row in mapping if row["operator"] == "reference"]
+    assert sorted(controls) == sorted({row["task_id"] for row in mapping})  # one unmutated reference a task
+    assert len(samples) == len(mapping) == report["total"] + len(controls)
+    assert all(sum(row["task_id"] == t for row in mapping) <= 15 + 1 for t in controls)  # --per-task 15
+
+
+def test_every_operator_produces_mutants(audit):
+    _, out = audit
+    produced = {json.loads(line)["operator"] for line in (out / "mutants.map.jsonl").read_text().splitlines()}
+    assert set(load_script().OPERATORS) <= produced
+
+
+def test_equivalent_mutants_are_generated_once():
+    """RESULT = [v1, v1]: dropping either element gives the same program, swapping them gives the reference, and
+    transpose(x, 3, 2) is transpose(x, 2, 3); none of these may appear twice (or, the last two, at all)."""
+    audit = load_script()
+    task = {"task_id": "tensor-9999", "scenario": "tensor", "setup_code": "x1 = load_tensor('x1')\nCOND = 1",
+            "reference_program": "v1 = torch.transpose(x1, 2, 3)\nRESULT = [v1, v1]\n"}
+    chosen = audit.select(task, per_task=1000, seed=0)
+    codes = [code for _, code in chosen]
+    assert len(codes) == len(set(codes))
+    assert sum(code.endswith("RESULT = [v1]") for code in codes) == 1
+    assert "v1 = torch.transpose(x1, 2, 3)\nRESULT = [v1, v1]" not in codes
+    assert not any("torch.transpose(x1, 3, 2)" in code for code in codes)
+    assert {op for op, _ in chosen} >= {"drop_result", "delete_stmt", "change_literal", "replace_var", "swap_api"}
+    assert audit.select(task, per_task=5, seed=0) == audit.select(task, per_task=5, seed=0)  # seeded, repeatable
+
+
+def test_missing_dataset_is_one_line(tmp_path):
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--dataset", str(tmp_path / "nope")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1 and "no dataset folder" in proc.stderr
