@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
+import json
 import random
 from collections import Counter
 from dataclasses import dataclass
@@ -48,7 +49,8 @@ def mutants(program: Program, per_task: int, rng: random.Random) -> list[Mutant]
     tree = ast.parse(reference)
     base = ast.unparse(tree)
     types = _var_types(program)
-    setup = set(program.declarations().inits) | set(program.constants()) | SETTLED
+    # What the program reads without assigning it (the setup block, the world's tools, imports) is there anyway.
+    setup = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - _assigned_names(tree.body)
     seen, by_operator = {base}, {op: [] for op in OPERATORS}
     for operator, before, mutated in _generate(tree, program, types):
         code = ast.unparse(mutated)
@@ -68,6 +70,10 @@ def mutants(program: Program, per_task: int, rng: random.Random) -> list[Mutant]
     return chosen
 
 
+def _assigned_names(stmts: list[ast.stmt]) -> set[str]:
+    return {t.id for s in stmts for t in ast.walk(s) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
+
+
 def _undefined_read(tree: ast.Module, defined: set[str]) -> str:
     """The first name a path of the program reads before any statement on that path assigns it ("" if none)."""
     def walk(stmts: list[ast.stmt], known: set[str]) -> str:
@@ -79,7 +85,7 @@ def _undefined_read(tree: ast.Module, defined: set[str]) -> str:
                     return node.id
             if isinstance(stmt, ast.If):
                 return walk(stmt.body, set(known)) or walk(stmt.orelse, set(known))
-            known |= {t.id for t in ast.walk(stmt) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
+            known |= _assigned_names([stmt])
         return ""
     return walk(tree.body, set(defined))
 
@@ -353,14 +359,55 @@ def analyse_mutants(drafts: list, sandbox, config, rejections: Counter) -> list:
 
 
 def _killed(sandbox, drafts: list, plans: list, cases: dict, desc: str) -> set:
-    """The (draft, mutant) keys whose run on the given test case differs from the reference's outputs."""
+    """The (draft, mutant) keys whose run on the given test case differs from the reference's outputs.
+
+    Where the scenario allows it (`Scenario.shared_runs`), all of a task's mutants on one test case run in one
+    job, each in a fresh copy of the setup block's namespace: one fork instead of one per mutant.
+    """
     from evaluate.scoring import judge_case
     from scenarios import get_scenario
 
-    jobs = [Job(k, drafts[k[0]].scenario, plans[k[0]][k[1]].code, case.to_row()) for k, case in cases.items()]
+    jobs, batched = [], {}
+    for k, case in cases.items():
+        scenario = get_scenario(drafts[k[0]].scenario)
+        if scenario.shared_runs:
+            batched.setdefault((k[0], id(case)), []).append(k)
+        else:
+            jobs.append(Job(k, scenario.name, plans[k[0]][k[1]].code, case.to_row()))
+    for keys in batched.values():
+        codes = [plans[k[0]][k[1]].code for k in keys]
+        jobs.append(Job(tuple(keys), drafts[keys[0][0]].scenario, _driver(codes), cases[keys[0]].to_row()))
     killed = set()
     for o in sandbox.run_untrusted(jobs, desc=desc):
+        if isinstance(o.key[0], tuple):  # a batch: RESULT holds one {"result"} or {"error"} per mutant
+            keys = list(o.key)
+            if o.status != "ok":
+                raise RuntimeError(f"a batch of mutants failed as a whole ({o.status}: {o.error})")
+            scenario = get_scenario(drafts[keys[0][0]].scenario)
+            expected = json.loads(cases[keys[0]].expected_result)
+            for k, got in zip(keys, o.result):
+                if "error" in got or scenario.compare_result(expected, got["result"]) is not None:
+                    killed.add(k)
+            continue
         status, _ = judge_case(get_scenario(drafts[o.key[0]].scenario), cases[o.key].to_row(), o)
         if status != "pass":
             killed.add(o.key)
     return killed
+
+
+def _driver(codes: list[str]) -> str:
+    """One program that runs each mutant in a fresh copy of the setup's namespace and collects every RESULT (or
+    the exception's name): the outputs of a scenario whose calls change nothing outside the program."""
+    return (
+        f"__mutants = {codes!r}\n"
+        "__setup = dict(globals())\n"
+        "__results = []\n"
+        "for __code in __mutants:\n"
+        "    __ns = dict(__setup)\n"
+        "    try:\n"
+        "        exec(__code, __ns)\n"
+        "        __results.append({'result': __ns['RESULT']})\n"
+        "    except Exception as __exc:\n"
+        "        __results.append({'error': type(__exc).__name__})\n"
+        "RESULT = __results\n"
+    )

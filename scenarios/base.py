@@ -227,6 +227,9 @@ class Scenario(ABC):
     # groups of interchangeable literals (session types, field names, setting names).
     confusions: dict[str, tuple[str, ...]] = {}
     vocabulary: tuple[tuple[str, ...], ...] = ()
+    # Whether several programs may run one after another in one sandbox child, each in a fresh copy of the setup's
+    # namespace, without one seeing another's effects: true only for a world with no state outside the program.
+    shared_runs: bool = False
 
     def describe_value(self, var: Var) -> str:
         """What kind of value `var` is, for the vague instruction's expected outcome (no stored values quoted)."""

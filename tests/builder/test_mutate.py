@@ -1,0 +1,94 @@
+"""Mutation analysis in the build (builder/mutate.py): the operators, the cheap paths, and the verdicts."""
+
+from __future__ import annotations
+
+import ast
+import random
+from collections import Counter
+
+import pytest
+
+import scenarios.session as session_scenario
+from builder.config import BuildConfig
+from builder.fuzz import CoverageRecorder
+from builder.mutate import OPERATORS, _assigned_names, _undefined_read, analyse_mutants, mutants
+from builder.pipeline import capture_oracles, fuzz
+from builder.program import generate_program
+from evaluate.sandbox import Limits, Sandbox
+from scenarios import get_scenario
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with Sandbox(workers=2, limits=Limits(timeout_s=20)) as sb:
+        yield sb
+
+
+def captured(name: str, n: int, seed: int, sandbox) -> tuple[BuildConfig, list]:
+    config = BuildConfig(scenarios=[name], n=n, seed=seed, created_at="2026-01-01", mutants=16, probes=2)
+    rejections: Counter = Counter()
+    drafts, _ = fuzz(config, name, rejections)
+    return config, capture_oracles(drafts, sandbox, rejections)
+
+
+def test_every_operator_makes_mutants_and_none_equals_the_reference():
+    made = Counter()
+    for name in ("tensor", "session", "voice"):
+        scenario, recorder = get_scenario(name), CoverageRecorder()
+        for seed in range(15):
+            program = generate_program(scenario, random.Random(seed), recorder)
+            reference = ast.unparse(ast.parse(program.reference_code()))
+            ms = mutants(program, 1000, random.Random(0))
+            assert len({m.code for m in ms}) == len(ms)
+            assert all(ast.unparse(ast.parse(m.code)) != reference for m in ms)
+            made.update(m.operator for m in ms)
+    assert set(made) == set(OPERATORS), made
+
+
+def test_the_cap_is_spread_over_operators_and_free_mutants_are_really_undefined():
+    scenario = get_scenario("tensor")
+    program = generate_program(scenario, random.Random(3), CoverageRecorder())
+    ms = mutants(program, 12, random.Random(0))
+    run = [m for m in ms if not m.undefined]
+    assert len(run) == 12 and len({m.operator for m in run}) >= 4
+    for m in ms:
+        if m.undefined:  # a dropped call whose output a later line reads: it raises NameError, no run needed
+            assert m.operator == "drop_call"
+            assert m.undefined in _assigned_names(ast.parse(program.reference_code()).body)
+            assert m.undefined not in _assigned_names(ast.parse(m.code).body)
+
+
+def test_undefined_read_follows_each_branch_on_its_own():
+    code = "a = f(x)\nif a > COND:\n    b = g(a)\n    RESULT = [b]\nelse:\n    RESULT = [b]\n"
+    assert _undefined_read(ast.parse(code), {"x", "f", "g", "COND"}) == "b"
+    assert _undefined_read(ast.parse(code.replace("RESULT = [b]\n", "RESULT = [a]\n", 1).replace(
+        "    RESULT = [b]\n", "    RESULT = [a]\n")), {"x", "f", "g", "COND"}) == ""
+
+
+def test_one_job_per_task_and_case_kills_exactly_what_one_job_per_mutant_kills(sandbox, monkeypatch):
+    """Tensor mutants share a child (`shared_runs`); the verdicts must be those of separate runs."""
+    config, drafts = captured("tensor", 5, 11, sandbox)
+    together = analyse_mutants(drafts, sandbox, config, Counter())
+    shared = [(d.task_id, d.mutation, [c.name for c in d.cases]) for d in together]
+    config, drafts = captured("tensor", 5, 11, sandbox)
+    monkeypatch.setattr(type(get_scenario("tensor")), "shared_runs", False)
+    apart = analyse_mutants(drafts, sandbox, config, Counter())
+    assert shared == [(d.task_id, d.mutation, [c.name for c in d.cases]) for d in apart]
+    assert sum(m["killed"] for _, m, _ in shared) > 0
+
+
+def test_a_dead_write_is_found_and_its_task_dropped(sandbox, monkeypatch):
+    """With the fuzzer's liveness rule switched off, writes land on data nothing has seen; mutation analysis must
+    catch the dead call and drop the task as weak_oracle. With the rule on, no task is dropped for it."""
+    monkeypatch.setattr(session_scenario, "_writable", lambda rec: True)
+    config, drafts = captured("session", 20, 5, sandbox)
+    rejections: Counter = Counter()
+    kept = analyse_mutants(drafts, sandbox, config, rejections)
+    dead = {k: n for k, n in rejections.items() if "weak_oracle" in k}
+    assert dead and sum(dead.values()) == len(drafts) - len(kept), rejections
+    assert all("skip_call" in k or "drop_call" in k for k in dead)
+
+    monkeypatch.undo()
+    config, drafts = captured("session", 20, 5, sandbox)
+    rejections = Counter()
+    assert len(analyse_mutants(drafts, sandbox, config, rejections)) == len(drafts), rejections
