@@ -250,8 +250,10 @@ def _condition_mutants(stmt: ast.If, line: str, edit) -> Iterator[Edit]:
 def _result_mutants(stmt: ast.Assign, line: str, edit) -> Iterator[Edit]:
     items = stmt.value.elts if isinstance(stmt.value, ast.List) else []
     for j in range(len(items)):
-        yield "result", line, edit(lambda s, j=j: _replace(s.value, "elts", s.value.elts[:j] + s.value.elts[j + 1:])
-                                   or s)
+        def drop(s, j=j):
+            del s.value.elts[j]
+            return s
+        yield "result", line, edit(drop)
     for j in range(len(items) - 1):
         def swap(s, j=j):
             e = s.value.elts

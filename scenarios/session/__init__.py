@@ -107,6 +107,13 @@ def _targets(state: State, var: Var) -> list[tuple[dict, int | None]]:
     return out
 
 
+def _same_listing(state: State, items: list[dict]) -> bool:
+    """Whether a listing variable in scope already holds exactly these sessions (same ids, same data): a second
+    read of it would be interchangeable with the first, so a program could use either and pass."""
+    keys = [(r["key"], canonical(r["data"])) for r in items]
+    return any([(i["key"], canonical(i["data"])) for i in v.value["items"]] == keys for v in state.of_type(SESSIONS))
+
+
 def _writable(rec: dict) -> bool:
     """Whether an update or delete of this session keeps every earlier call live.
 
@@ -145,14 +152,19 @@ class ListSessions(API):
         "get the list of {in0_}'s `{type}` sessions as {out0_}",
     )
 
+    @staticmethod
+    def _types(state: State, source: str) -> list[str]:
+        """Collections worth listing: not empty (an empty list tests nothing), not unchanged since a listing in
+        scope (the two lists would be interchangeable)."""
+        return [t for t in _types_in(state, source) if not _same_listing(state, _collection(state, source, t))]
+
     def bindings(self, state):
-        # Only collections that hold something: listing an empty one tests nothing.
-        return [(v.name,) for v in state.of_type(SOURCE) if _types_in(state, v.value)]
+        return [(v.name,) for v in state.of_type(SOURCE) if self._types(state, v.value)]
 
     def apply(self, state, inputs, rng):
         (src,) = inputs
         source = state.vars[src].value
-        type_ = rng.choice(_types_in(state, source))
+        type_ = rng.choice(self._types(state, source))
         out = state.produce("sessions", SESSIONS, _listing(source, type_, _collection(state, source, type_)), self.name)
         state.consume(inputs, self.name)
         code = f"{out} = requests.get({URL % (src, type_)}\").json()"
@@ -186,6 +198,13 @@ class AddSession(API):
         return Call(self.name, [src, data], [out], code, {"type": type_})
 
 
+def _shared_field(state: State, var: Var, key: str) -> bool:
+    """Whether another data variable in scope has the same value in this field (a query by either would match the
+    same sessions, so the wrong one would pass)."""
+    return var.type == DATA and any(v.name != var.name and v.value.get(key) == var.value.get(key)
+                                    for v in state.of_type(DATA))
+
+
 class QuerySessions(API):
     name = "query_sessions"
     phrases = (
@@ -210,12 +229,12 @@ class QuerySessions(API):
             if kind != var.type:
                 continue
             value = var.value if kind == EMAIL else var.value.get(field.split(".")[1])
-            if not isinstance(value, str):
+            if not isinstance(value, str) or _shared_field(state, var, field.split(".")[1]):
                 continue
             for type_ in words.CONTENT_TYPES:
                 everything = _collection(state, source, type_)
                 hits = [r for r in everything if _matches(r, field, value)]
-                if hits:
+                if hits and not _same_listing(state, hits):
                     found.append((field, type_, hits))
                     if len(hits) < len(everything):
                         narrow.append((field, type_, hits))
@@ -329,13 +348,22 @@ class TakeFromList(API):
     )
     WHAT = {"id": "the id", "data": "the data", "owner": "the owner's e-mail address (`data.owner`)"}
 
+    @staticmethod
+    def _indexes(state: State, lst: str) -> list[int]:
+        """Positions whose session no other listing in scope holds at the same position (taking it from the wrong
+        list would pass)."""
+        items = state.vars[lst].value["items"]
+        others = [v.value["items"] for v in state.of_type(SESSIONS) if v.name != lst]
+        return [i for i in _positions(len(items))
+                if not any(-len(o) <= i < len(o) and o[i]["key"] == items[i]["key"] for o in others)]
+
     def bindings(self, state):
-        return [(v.name,) for v in state.of_type(SESSIONS) if v.value["items"]]
+        return [(v.name,) for v in state.of_type(SESSIONS) if v.value["items"] and self._indexes(state, v.name)]
 
     def apply(self, state, inputs, rng):
         (lst,) = inputs
         items = state.vars[lst].value["items"]
-        index = rng.choice(_positions(len(items)))
+        index = rng.choice(self._indexes(state, lst))
         item = items[index]
         choices = ["id", "data"] + (["owner"] if isinstance(item["data"].get("owner"), str) else [])
         what = rng.choices(choices, weights=[0.45, 0.35, 0.2][: len(choices)])[0]
@@ -380,12 +408,21 @@ class EditData(API):
             kinds.append("owner")
         return kinds
 
+    @classmethod
+    def _allowed(cls, state: State, data: str, email: str | None) -> list[str]:
+        """The edits of `data`, less a new owner for data whose owner an edit just set: the earlier edit would be
+        dead, and its data interchangeable with the data it was made from."""
+        kinds = cls._kinds(state.vars[data].value, None if email is None else state.vars[email].value)
+        if data in state.extra.get("owner_set", ()):
+            kinds = [k for k in kinds if k != "owner"]
+        return kinds
+
     def bindings(self, state):
         out = []
         for d in state.of_type(DATA):
-            if self._kinds(d.value, None):
+            if self._allowed(state, d.name, None):
                 out.append((d.name,))
-            out += [(d.name, e.name) for e in state.of_type(EMAIL) if self._kinds(d.value, e.value)]
+            out += [(d.name, e.name) for e in state.of_type(EMAIL) if self._allowed(state, d.name, e.name)]
         return out
 
     def apply(self, state, inputs, rng):
@@ -393,7 +430,7 @@ class EditData(API):
         value = copy.deepcopy(state.vars[data].value)
         used = list(inputs)
         email = inputs[1] if len(inputs) > 1 else None
-        kind = rng.choice(self._kinds(value, state.vars[email].value if email else None))
+        kind = rng.choice(self._allowed(state, data, email))
         args: dict = {"kind": kind}
         if kind == "retitle":
             suffix = rng.choice(words.TITLE_SUFFIXES)
@@ -416,6 +453,8 @@ class EditData(API):
             value["members"] = value["members"] + [state.vars[email].value]
             expr = f'{{**{data}, "members": {data}["members"] + [{email}]}}'
         out = state.produce("data", DATA, value, self.name)
+        if kind == "owner":
+            state.extra.setdefault("owner_set", []).append(out)
         state.consume(used, self.name)
         return Call(self.name, used, [out], f"{out} = {expr}", args)
 
