@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from evaluate.models import missing_extra
-from evaluate.scoring import STATUSES
+from evaluate.statuses import EXECUTION_ERROR, NO_CODE, PASS, RESULT_ERROR, STATUSES, SYNTAX_ERROR, TIMEOUT
 
-COLORS = {"pass": "#2a9d8f", "syntax_error": "#e9c46a", "execution_error": "#f4a261", "result_error": "#e76f51",
-          "timeout": "#8d99ae", "no_code": "#6c757d"}
+COLORS = {PASS: "#2a9d8f", SYNTAX_ERROR: "#e9c46a", EXECUTION_ERROR: "#f4a261", RESULT_ERROR: "#e76f51",
+          TIMEOUT: "#8d99ae", NO_CODE: "#6c757d"}
 
 
 def plot_report(report: dict, out: Path) -> list[Path]:
@@ -25,7 +25,7 @@ def plot_report(report: dict, out: Path) -> list[Path]:
 
     fig, ax = plt.subplots(figsize=(2.8 + 1.2 * len(scenarios), 3.2))
     values = [100 * (summary["scenarios"][s]["pass@1"] or 0) for s in scenarios]
-    bars = ax.bar(scenarios, values, color=COLORS["pass"])
+    bars = ax.bar(scenarios, values, color=COLORS[PASS])
     ax.bar_label(bars, fmt="%.1f")
     ax.set_ylim(0, 105)
     ax.set_ylabel("pass@1 (%)")

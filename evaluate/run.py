@@ -18,7 +18,8 @@ from evaluate.models import Request, Sampling, get_backend, resolve
 from evaluate.models.cache import GenerationCache, prompt_key
 from evaluate.prompts import build_messages, extract_code
 from evaluate.sandbox import Limits, Sandbox
-from evaluate.scoring import STATUSES, score, summarize
+from evaluate.scoring import score, summarize
+from evaluate.statuses import STATUSES
 
 
 @dataclass

@@ -7,7 +7,7 @@ test case. What comes back is plain JSON; comparison happens here, in the harnes
 The same sandbox serves evaluate (model-written code) and the builder's oracle capture (reference programs):
 trusted code gets the same isolation of state, so oracles are captured exactly the way answers are scored.
 
-As root, each worker gets its own unprivileged uid for its jobs (see `evaluate.worker` for the jail); a worker
+As root, each worker gets its own unprivileged uid for its jobs (see `evaluate.worker` and `evaluate.containment` for the jail); a worker
 that dies is replaced, and the processes of its uid are killed from here. A reply that is not a well-formed
 answer to the job (a worker that died mid-line, a desynchronised pipe) crashes that job only: the worker is
 killed and replaced, and the run goes on.
@@ -32,7 +32,8 @@ from typing import Any, Iterable
 
 from tqdm import tqdm
 
-from evaluate.worker import PR_SET_DUMPABLE, REPLY_STATUSES, job_uid, prctl
+from evaluate.containment import PR_SET_DUMPABLE, job_uid, kill_uid, prctl
+from evaluate.statuses import CRASH, REPLY_STATUSES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,7 +67,7 @@ class Job:
 @dataclass
 class Outcome:
     key: Any
-    status: str  # ok | syntax_error | execution_error | result_error | timeout | setup_error | crash
+    status: str  # one of evaluate.statuses.REPLY_STATUSES
     result: Any = None  # canonical RESULT (plain data) when status == "ok"
     state: Any = None  # canonical side effects after the run
     error: str = ""
@@ -122,7 +123,7 @@ class _Worker:
             err = "the sandbox worker stopped answering"
         if line is None:
             self.close()
-            return Outcome(job.key, "crash", error=f"{err}; it was restarted")
+            return Outcome(job.key, CRASH, error=f"{err}; it was restarted")
         try:
             reply = json.loads(line)
             if not isinstance(reply, dict) or reply.get("status") not in REPLY_STATUSES:
@@ -134,7 +135,7 @@ class _Worker:
             )
         except (ValueError, TypeError) as exc:  # JSONDecodeError is a ValueError
             self.close(kill=True)
-            return Outcome(job.key, "crash", error=f"the sandbox worker sent a malformed reply ({str(exc)[:80]}); "
+            return Outcome(job.key, CRASH, error=f"the sandbox worker sent a malformed reply ({str(exc)[:80]}); "
                                                    "it was restarted")
 
     def _readline(self, deadline: float) -> bytes | None:
@@ -177,17 +178,6 @@ class _Worker:
             kill_uid(self.uid)
         self.stderr.close()
         shutil.rmtree(self.home, ignore_errors=True)
-
-
-def kill_uid(uid: int) -> None:
-    """Kill every process of a dead worker's job uid (its child died with it; grandchildren may not have).
-
-    `kill -9 -1` run as that uid reaches exactly its processes; the shell is started by `subprocess` as root
-    and becomes the uid before it runs, so nothing in the harness changes identity.
-    """
-    subprocess.run(["/bin/sh", "-c", "kill -9 -1"], user=uid, group=uid, extra_groups=[], env={},
-                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30,
-                   check=False)
 
 
 def _encode_case(case: dict) -> dict:
@@ -244,7 +234,7 @@ class Sandbox:
                     results[i] = worker.run(jobs[i])
                 except Exception as exc:  # noqa: BLE001 - a harness bug must not leave a hole in the results
                     worker.close(kill=True)
-                    results[i] = Outcome(jobs[i].key, "crash", error=f"sandbox error: {type(exc).__name__}: {exc}")
+                    results[i] = Outcome(jobs[i].key, CRASH, error=f"sandbox error: {type(exc).__name__}: {exc}")
                 finally:
                     self._release(worker)
                 bar.update(1)

@@ -24,14 +24,14 @@ from evaluate.leaderboard.submission import (
 )
 from evaluate.leaderboard.validation import stamp_problem, validate
 from evaluate.plots import COLORS
-from evaluate.scoring import STATUSES
+from evaluate.statuses import EXECUTION_ERROR, NO_CODE, PASS, RESULT_ERROR, STATUSES, SYNTAX_ERROR, TIMEOUT
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "cards" / "leaderboard.html"
 MARK_START, MARK_END = "<!-- leaderboard:start -->", "<!-- leaderboard:end -->"
 PALETTE = ("#2a9d8f", "#e76f51", "#264653", "#e9c46a", "#8e6c8a", "#f4a261", "#4d908e", "#577590", "#bc4749",
            "#90be6d")
-STATUS_LABELS = {"pass": "pass", "syntax_error": "syntax", "execution_error": "execution", "result_error": "result",
-                 "timeout": "timeout", "no_code": "no code"}
+STATUS_LABELS = {PASS: "pass", SYNTAX_ERROR: "syntax", EXECUTION_ERROR: "execution", RESULT_ERROR: "result",
+                 TIMEOUT: "timeout", NO_CODE: "no code"}
 MISSING = "–"
 
 

@@ -267,3 +267,18 @@ def test_forged_report_does_not_pass(small_tasks, sandbox):
     (result,) = score([task], {task["task_id"]: [forge]}, sandbox)
     assert result.status != "pass"
     assert all(c["status"] in STATUSES and c["status"] != "pass" for c in result.cases)
+
+
+def test_status_names_are_spelled_in_one_module():
+    """A status renamed in one place and not another would silently turn verdicts into 'unexpected status'."""
+    from pathlib import Path
+
+    import evaluate
+    from evaluate import statuses
+
+    root = Path(evaluate.__file__).parent
+    # "pass", "ok", "timeout" and "crash" are ordinary words elsewhere; the compound names are not.
+    names = [f'"{s}"' for s in (*statuses.STATUSES, statuses.SETUP_ERROR) if "_" in s]
+    spelled = {str(p.relative_to(root)): [n for n in names if n in p.read_text()]
+               for p in root.rglob("*.py") if p.name != "statuses.py"}
+    assert {p: n for p, n in spelled.items() if n} == {}
