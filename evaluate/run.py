@@ -105,7 +105,7 @@ def run(config: EvalConfig) -> dict:
     tasks, manifest = load_tasks(config.dataset, config.revision, config.scenarios)
     if config.since:
         tasks = created_after(tasks, config.since)
-    if config.limit:
+    if config.limit is not None:
         tasks = tasks[: config.limit]
     replies = None
     if config.samples:

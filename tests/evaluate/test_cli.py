@@ -278,3 +278,16 @@ def test_plot_writes_the_two_figures(small_dataset, tmp_path, hf_cache):
         png = tmp_path / "reference" / "local" / name
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 2000
         assert str(png) in proc.stdout
+
+
+@pytest.mark.parametrize("option, value", [("--timeout", "0"), ("--timeout", "-2"), ("--workers", "0"),
+                                           ("--limit", "0"), ("--n-samples", "0"), ("--concurrency", "0")])
+def test_a_count_or_limit_that_cannot_work_is_refused_in_one_line(reference_run, option, value, hf_cache):
+    """`--timeout 0` used to score every sample a timeout and overwrite the good results.json; `--limit 0` and
+    `--workers 0` silently meant "all" and "one per core"."""
+    proc, out, args = reference_run
+    before = report_path(proc).read_text()
+    bad = evaluate(*args, option, value, hf_cache=hf_cache)
+    assert bad.returncode == 2
+    assert bad.stderr.count("\n") == 1 and f"argument {option}:" in bad.stderr, bad.stderr
+    assert report_path(proc).read_text() == before
