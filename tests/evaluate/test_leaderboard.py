@@ -346,3 +346,14 @@ def test_the_leaderboard_imports_neither_the_builder_nor_itself_in_a_circle():
     assert not {m for m in _imports(folder / "submission.py") if m.startswith("evaluate.leaderboard.validation")}
     assert "def _lazy" not in (folder / "submission.py").read_text()
 
+
+
+@pytest.mark.parametrize("option, value", [("--timeout", "0"), ("--workers", "0")])
+def test_a_rescoring_limit_that_cannot_work_is_refused_in_one_line(lb, option, value):
+    """A zero timeout would re-score every sample a timeout and refuse a good submission for it."""
+    folder = lb.submissions["zeta"]
+    before = (folder / "validation.json").read_text()
+    proc = cli("evaluate.leaderboard", "validate", folder, "--dataset", lb.dataset_v1, option, value)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and f"argument {option}:" in proc.stderr
+    assert (folder / "validation.json").read_text() == before
