@@ -93,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(format_table(report["summary"]))
     print(f"wrote {report['path']}")
+    print(f"kept this run as {report['run_path']}")
     for fig in report.get("figures", []):
         print(f"wrote {fig}")
     return 0

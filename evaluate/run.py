@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
+import itertools
 import json
+import os
 import platform
 import re
 from collections import defaultdict
@@ -145,15 +148,50 @@ def run(config: EvalConfig) -> dict:
         "samples": [r.to_dict() for r in results],
     }
     out = run_dir(config)
-    out.mkdir(parents=True, exist_ok=True)
-    name = results_name(config.variant)
-    (out / name).write_text(json.dumps(report, indent=2) + "\n")
-    report["path"] = str(out / name)
+    kept, latest = write_report(out, report, results_name(config.variant))
+    report["path"], report["run_path"] = str(latest), str(kept)
     if config.plot:
         from evaluate.plots import plot_report
 
         report["figures"] = [str(p) for p in plot_report(report, out)]
     return report
+
+
+SETTINGS = ("model", "backend", "backend_options", "dataset", "variant", "sampling", "sandbox")
+RUNS_DIR = "runs"
+
+
+def settings_hash(report: dict) -> str:
+    """A short hash of what decides a run's scores (model, dataset and its selection, variant, sampling, limits)."""
+    settings = {k: report.get(k) for k in SETTINGS}
+    if isinstance(settings["sandbox"], dict):  # how the sandbox contained the programs is an outcome, not a setting
+        settings["sandbox"] = {"timeout_s": settings["sandbox"].get("timeout_s")}
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:8]
+
+
+def write_report(out: Path, report: dict, name: str) -> tuple[Path, Path]:
+    """Keep every run: its report goes to runs/<time>-<settings hash>.json, never overwritten, and `name`
+    (results.json, results_vague.json) is replaced by a copy of it, where readers of the latest run look.
+    Returns (the run's own file, `name`)."""
+    stamp = _dt.datetime.fromisoformat(report["evaluated_at"]).strftime("%Y%m%dT%H%M%SZ")
+    base = f"{stamp}-{settings_hash(report)}"
+    runs = out / RUNS_DIR
+    runs.mkdir(parents=True, exist_ok=True)
+    for attempt in itertools.count(1):  # two runs with the same settings in the same second both stay
+        report["run"] = base if attempt == 1 else f"{base}-{attempt}"
+        kept = runs / f"{report['run']}.json"
+        try:
+            f = open(kept, "x")
+        except FileExistsError:
+            continue
+        text = json.dumps(report, indent=2) + "\n"
+        with f:
+            f.write(text)
+        break
+    tmp = out / f".{name}.tmp-{os.getpid()}"
+    tmp.write_text(text)
+    os.replace(tmp, out / name)  # a reader never sees a half-written latest report
+    return kept, out / name
 
 
 def _versions() -> dict:

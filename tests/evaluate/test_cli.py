@@ -291,3 +291,25 @@ def test_a_count_or_limit_that_cannot_work_is_refused_in_one_line(reference_run,
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1 and f"argument {option}:" in bad.stderr, bad.stderr
     assert report_path(proc).read_text() == before
+
+
+def test_every_run_is_kept_and_results_json_is_the_latest(small_dataset, rows, tmp_path, hf_cache):
+    """Runs with other settings used to overwrite each other's results.json; each now also has a file of its own."""
+    samples = write_samples(tmp_path / "refs.jsonl", [{"task_id": r["task_id"], "code": r["reference_program"]}
+                                                      for r in rows])
+    out = tmp_path / "out"
+    kept = []
+    for timeout in ("10", "20", "20"):
+        proc = evaluate("--samples", str(samples), "--dataset", str(small_dataset), "--out", str(out),
+                        "--workers", "2", "--timeout", timeout, hf_cache=hf_cache)
+        assert proc.returncode == 0, proc.stderr
+        match = re.search(r"^kept this run as (\S+\.json)$", proc.stdout, re.M)
+        assert match, proc.stdout
+        kept.append(Path(match.group(1)))
+        assert report_path(proc).read_text() == kept[-1].read_text()  # results.json: the latest run
+    runs = [json.loads(p.read_text()) for p in kept]
+    assert len(set(kept)) == 3 and sorted(kept[0].parent.iterdir()) == sorted(kept)
+    assert [r["sandbox"]["timeout_s"] for r in runs] == [10.0, 20.0, 20.0]  # the first run is still there
+    hashes = [r["run"].split("-")[1] for r in runs]
+    assert hashes[0] != hashes[1] == hashes[2]  # the name says which runs share their settings
+    assert [p.stem for p in kept] == [r["run"] for r in runs]
