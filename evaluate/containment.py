@@ -20,6 +20,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+# What a worker could apply (README, "Execution and trust"), strongest first.
+JAIL, UID, NONE = "jail", "uid", "none"
+MODES = (JAIL, UID, NONE)
 CPU_GRACE_S = 1  # CPU seconds between SIGXCPU (soft limit) and SIGKILL (hard limit)
 MB = 1024 * 1024
 ROOT = Path(__file__).resolve().parents[1]
@@ -248,3 +251,9 @@ def kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def weakest(modes) -> str | None:
+    """The least containment among `modes` (None when there is none: no program ran)."""
+    known = [m for m in modes if m in MODES]
+    return max(known, key=MODES.index) if known else None

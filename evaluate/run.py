@@ -21,7 +21,7 @@ from evaluate.models import Request, Sampling, get_backend, resolve
 from evaluate.models.cache import GenerationCache, prompt_key
 from evaluate.prompts import build_messages, extract_code
 from evaluate.sandbox import Limits, Sandbox
-from evaluate.scoring import score, summarize
+from evaluate.scoring import run_containment, score, summarize
 from evaluate.statuses import STATUSES
 
 
@@ -124,6 +124,7 @@ def run(config: EvalConfig) -> dict:
     n = min((len(v) for v in codes.values()), default=1)
     ks = tuple(k for k in (1, 5, 10) if k <= n)
     summary = summarize(results, ks)
+    containment = run_containment(results)
 
     report = {
         "model": config.model_name,
@@ -141,11 +142,12 @@ def run(config: EvalConfig) -> dict:
         },
         "variant": config.variant,
         "sampling": {"n_samples": n, **asdict(config.sampling)},
-        "sandbox": {"timeout_s": config.timeout_s},  # what re-scoring a submission of this run uses
+        # timeout_s: what re-scoring a submission of this run uses; containment: how its programs were contained
+        "sandbox": {"timeout_s": config.timeout_s, "containment": containment},
         "versions": {"python": platform.python_version(), **_versions()},
         "evaluated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "summary": summary,
-        "samples": [r.to_dict() for r in results],
+        "samples": [r.to_dict(containment) for r in results],
     }
     out = run_dir(config)
     kept, latest = write_report(out, report, results_name(config.variant))

@@ -7,7 +7,7 @@ test case. What comes back is plain JSON; comparison happens here, in the harnes
 The same sandbox serves evaluate (model-written code) and the builder's oracle capture (reference programs):
 trusted code gets the same isolation of state, so oracles are captured exactly the way answers are scored.
 
-As root, each worker gets its own unprivileged uid for its jobs (see `evaluate.worker` and `evaluate.containment` for the jail); a worker
+As root, each worker gets its own unprivileged uid for its jobs (see `evaluate.worker` for the jail); a worker
 that dies is replaced, and the processes of its uid are killed from here. A reply that is not a well-formed
 answer to the job (a worker that died mid-line, a desynchronised pipe) crashes that job only: the worker is
 killed and replaced, and the run goes on.

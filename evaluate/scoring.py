@@ -12,6 +12,7 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from math import comb
 
+from evaluate.containment import weakest
 from evaluate.sandbox import Job, Sandbox
 from evaluate.statuses import (
     CRASH,
@@ -36,9 +37,21 @@ class SampleResult:
     status: str
     error: str = ""
     cases: list[dict] = field(default_factory=list)  # per test case: name, status, error, seconds
+    containment: str | None = None  # the weakest containment its test cases ran under (None: no program ran)
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+    def to_dict(self, run_containment: str | None = None) -> dict:
+        """The sample's row in results.json: its containment is written only where it is not the run's."""
+        row = asdict(self)
+        if row["containment"] in (None, run_containment):
+            del row["containment"]
+        return row
+
+
+def run_containment(results: list[SampleResult]) -> str | None:
+    """The containment most samples ran under: the run's, recorded once in results.json. A sample whose worker
+    fell back to another mode (a worker that could not build its jail) carries its own."""
+    modes = Counter(r.containment for r in results if r.containment)
+    return modes.most_common(1)[0][0] if modes else None
 
 
 def judge_case(scenario, case: dict, outcome) -> tuple[str, str]:
@@ -76,14 +89,15 @@ def score(tasks: list[dict], codes: dict[str, list[str | None]], sandbox: Sandbo
             if code is None:
                 results.append(SampleResult(t["task_id"], t["scenario"], s, NO_CODE, "no code in the reply"))
                 continue
-            cases, status, error = [], PASS, ""
+            cases, status, error, modes = [], PASS, "", []
             for c, case in enumerate(t["test_cases"]):
                 o = outcomes[(t["task_id"], s, c)]
+                modes.append(o.extra.get("containment"))
                 cs, msg = judge_case(scenario, case, o)
                 cases.append({"name": case["name"], "status": cs, "error": msg, "seconds": o.seconds})
                 if cs != PASS and status == PASS:
                     status, error = cs, f"{case['name']} test case: {msg}"
-            results.append(SampleResult(t["task_id"], t["scenario"], s, status, error, cases))
+            results.append(SampleResult(t["task_id"], t["scenario"], s, status, error, cases, weakest(modes)))
     return results
 
 

@@ -43,11 +43,14 @@ import traceback
 
 from evaluate.containment import (
     CLONE_NEWNET,
+    JAIL,
+    NONE,
     MB,
     PR_SET_CHILD_SUBREAPER,
     PR_SET_DUMPABLE,
     PR_SET_NO_NEW_PRIVS,
     PR_SET_PDEATHSIG,
+    UID,
     Jail,
     apply_limits,
     children,
@@ -220,7 +223,7 @@ class Runner:
             else:
                 loopback_up()
                 self.jail = Jail(self.uid, tempfile.mkdtemp(dir=self.home))
-        self.containment = "jail" if self.jail else "uid" if self.uid is not None else "none"
+        self.containment = JAIL if self.jail else UID if self.uid is not None else NONE
 
     def close(self) -> None:
         for world in self.worlds.values():

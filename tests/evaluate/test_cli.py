@@ -313,3 +313,18 @@ def test_every_run_is_kept_and_results_json_is_the_latest(small_dataset, rows, t
     hashes = [r["run"].split("-")[1] for r in runs]
     assert hashes[0] != hashes[1] == hashes[2]  # the name says which runs share their settings
     assert [p.stem for p in kept] == [r["run"] for r in runs]
+
+
+def test_results_record_the_containment_that_applied(reference_run, small_tasks):
+    """The README promises that a run says how its programs were contained; the mode depends on the machine."""
+    from evaluate.sandbox import Job, Sandbox
+
+    task = small_tasks[0]
+    with Sandbox(workers=1) as sandbox:
+        (outcome,) = sandbox.run_untrusted([Job("k", "tensor", task["reference_program"], task["test_cases"][0])])
+    here = outcome.extra["containment"]
+    assert here in ("jail", "uid", "none")
+    proc, _, _ = reference_run
+    report = written(proc)
+    assert report["sandbox"]["containment"] == here
+    assert all("containment" not in s for s in report["samples"])  # every worker applied the run's mode

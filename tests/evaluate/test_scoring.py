@@ -282,3 +282,27 @@ def test_status_names_are_spelled_in_one_module():
     spelled = {str(p.relative_to(root)): [n for n in names if n in p.read_text()]
                for p in root.rglob("*.py") if p.name != "statuses.py"}
     assert {p: n for p, n in spelled.items() if n} == {}
+
+
+class ContainedAs:
+    """A stand-in for the sandbox: every test case times out, under the containment given per (sample, case)."""
+
+    def __init__(self, modes: dict[tuple[int, int], str]):
+        self.modes = modes
+
+    def run_untrusted(self, jobs, desc=None):
+        return [Outcome(j.key, "timeout", error="slow", extra={"containment": self.modes[j.key[1:]]}) for j in jobs]
+
+
+def test_containment_is_recorded_for_the_run_and_for_a_sample_that_fell_back():
+    from evaluate.scoring import run_containment
+
+    task = {"task_id": "tensor-0000", "scenario": "tensor", "test_cases": [{"name": "original"}, {"name": "flipped"}]}
+    modes = {(0, 0): "jail", (0, 1): "jail", (1, 0): "jail", (1, 1): "uid", (2, 0): "jail", (2, 1): "jail"}
+    results = score([task], {"tensor-0000": ["a", "b", "c", None]}, ContainedAs(modes))
+    assert [r.containment for r in results] == ["jail", "uid", "jail", None]  # a sample: its weakest test case
+    mode = run_containment(results)
+    assert mode == "jail"
+    rows = [r.to_dict(mode) for r in results]
+    assert [row.get("containment") for row in rows] == [None, "uid", None, None]
+    assert "containment" not in rows[0] and "containment" not in rows[3]
