@@ -14,11 +14,10 @@ from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from tqdm import tqdm
-
 from evaluate.data import DatasetError, created_after, load_tasks, results_name, sample_lines
 from evaluate.models import Request, Sampling, get_backend, resolve
 from evaluate.models.cache import GenerationCache, prompt_key
+from evaluate.progress import progress
 from evaluate.prompts import build_messages, extract_code
 from evaluate.sandbox import Limits, Sandbox
 from evaluate.scoring import run_containment, score, summarize
@@ -85,8 +84,7 @@ def generate(config: EvalConfig, tasks: list[dict]) -> dict[str, list[str | None
         print(f"resuming: {len(requests) - len(todo)} of {len(requests)} generations found in {cache.path}")
     if todo:
         backend.prepare()
-    bar = tqdm(total=len(todo), desc=f"generate ({config.model})", unit="reply", dynamic_ncols=True,
-               disable=not todo)
+    bar = progress(len(todo), f"generate ({config.model})", unit="reply")
 
     def on_reply(r: Request, reply: str) -> None:
         cache.add(keys[(r.task_id, r.sample)], r.task_id, r.sample, reply)

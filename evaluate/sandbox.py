@@ -30,9 +30,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from tqdm import tqdm
-
 from evaluate.containment import PR_SET_DUMPABLE, job_uid, kill_uid, prctl
+from evaluate.progress import progress
 from evaluate.statuses import CRASH, REPLY_STATUSES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -221,7 +220,7 @@ class Sandbox:
         todo: queue.Queue[int] = queue.Queue()
         for i in range(len(jobs)):
             todo.put(i)
-        bar = tqdm(total=len(jobs), desc=desc, disable=desc is None, unit="run", dynamic_ncols=True)
+        bar = progress(len(jobs), desc, unit="run")
 
         def drain() -> None:
             while True:

@@ -328,3 +328,9 @@ def test_results_record_the_containment_that_applied(reference_run, small_tasks)
     report = written(proc)
     assert report["sandbox"]["containment"] == here
     assert all("containment" not in s for s in report["samples"])  # every worker applied the run's mode
+
+
+def test_progress_in_a_log_is_whole_lines(reference_run):
+    """stderr is a pipe here, as in a CI log: no carriage-return redraws."""
+    proc, _, _ = reference_run
+    assert "\r" not in proc.stderr
