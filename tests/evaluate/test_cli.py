@@ -330,7 +330,13 @@ def test_results_record_the_containment_that_applied(reference_run, small_tasks)
     assert all("containment" not in s for s in report["samples"])  # every worker applied the run's mode
 
 
-def test_progress_in_a_log_is_whole_lines(reference_run):
-    """stderr is a pipe here, as in a CI log: no carriage-return redraws."""
-    proc, _, _ = reference_run
-    assert "\r" not in proc.stderr
+def test_progress_in_a_log_is_whole_lines(small_dataset, tmp_path, hf_cache):
+    """stderr is a pipe here, as in a CI log: whole lines, no carriage-return redraws (read as bytes, since text
+    mode would turn each carriage return into a line break)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_DATASETS_CACHE=str(hf_cache))
+    proc = subprocess.run([sys.executable, "-m", "evaluate", "--model", "reference", "--dataset", str(small_dataset),
+                           "--out", str(tmp_path), "--limit", "3", "--workers", "1"],
+                          cwd=ROOT, env=env, capture_output=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert b"\r" not in proc.stderr
+    assert b"score: " in proc.stderr  # the line that says the scoring is done
