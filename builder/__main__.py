@@ -15,12 +15,13 @@ import argparse
 import sys
 
 from builder.config import BuildConfig
+from evaluate.arguments import Parser, at_least_one, positive_seconds
 from scenarios import scenario_names
 
 
 def parse_args(argv: list[str] | None = None) -> BuildConfig:
     d = BuildConfig()
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="python -m builder",
         description=(
             "Fuzz programs of stateful API calls from each scenario's state machine, translate them into tasks, "
@@ -42,9 +43,9 @@ def parse_args(argv: list[str] | None = None) -> BuildConfig:
     p.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint for an openai: translator")
     p.add_argument("--max-rounds", type=int, default=d.max_rounds,
                    help=f"generator/evaluator rounds before a task is dropped (default {d.max_rounds})")
-    p.add_argument("--concurrency", type=int, default=d.concurrency,
+    p.add_argument("--concurrency", type=at_least_one, default=d.concurrency,
                    help=f"translation requests in flight for an openai: translator (default {d.concurrency})")
-    p.add_argument("--workers", type=int, default=None, help="sandbox workers for oracle capture (default: cores)")
+    p.add_argument("--workers", type=at_least_one, default=None, help="sandbox workers for oracle capture (default: cores)")
     p.add_argument("--calls", type=int, default=d.calls_per_path, dest="calls_per_path",
                    help=f"API calls on every path through a program (default {d.calls_per_path})")
     p.add_argument("--branch-probability", type=float, default=d.branch_probability,
@@ -53,7 +54,7 @@ def parse_args(argv: list[str] | None = None) -> BuildConfig:
                    help="sample uniformly among valid calls instead of coverage guidance (the paper's ablation)")
     p.add_argument("--created-at", default="", help="date stamped on tasks, YYYY-MM-DD (default: today, UTC); "
                    "pass a release's date to reproduce it byte for byte")
-    p.add_argument("--timeout", type=float, default=d.timeout_s, dest="timeout_s",
+    p.add_argument("--timeout", type=positive_seconds, default=d.timeout_s, dest="timeout_s",
                    help=f"seconds per test case when capturing oracles (default {d.timeout_s})")
     m = p.add_argument_group("oracle strength (builder/mutate.py)")
     m.add_argument("--redraws", type=int, default=d.redraws,

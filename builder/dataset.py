@@ -19,10 +19,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from builder import __version__
+from cards import DATASET_CARD, template
 from evaluate.data import DATA_DIR, MANIFEST, SCHEMA, DatasetError, content_hash, file_sha256
 
 ROWS_PER_SHARD = 500
-CARD_TEMPLATE = Path(__file__).resolve().parents[1] / "cards" / "dataset_card.md"
 
 
 def library_versions() -> dict:
@@ -76,7 +76,7 @@ def render_card(manifest: dict, table1: str, report: dict | None = None) -> str:
         "fresh_note": fresh_note((report or {}).get("fresh")),
         "scenarios": ", ".join(manifest["counts"]),
     }
-    return string.Template(CARD_TEMPLATE.read_text()).substitute(values)
+    return string.Template(template(DATASET_CARD)).substitute(values)
 
 
 def mutation_markdown(summary: dict) -> str:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from evaluate.arguments import Parser, at_least_one, positive_seconds
 from evaluate.data import DATA_DIR, MANIFEST, SCHEMA, DatasetError, load_tasks
 
 REPO_TYPE = "dataset"
@@ -342,7 +343,7 @@ def hub_api():
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="python -m builder publish",
         description=__doc__.split("\n\n", 1)[1].rsplit("\n\n", 1)[0],
         epilog="examples:\n" + __doc__.rsplit("\n\n", 1)[1],
@@ -354,8 +355,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--dry-run", action="store_true",
                    help="validate, then print the exact files, commit message and tag; send nothing")
     p.add_argument("--private", action="store_true", help="create the repo private (when it does not exist yet)")
-    p.add_argument("--workers", type=int, default=None, help="sandbox workers for the reference replay")
-    p.add_argument("--timeout", type=float, default=10.0, dest="timeout_s", help="seconds per test case (replay)")
+    p.add_argument("--workers", type=at_least_one, default=None, help="sandbox workers for the reference replay")
+    p.add_argument("--timeout", type=positive_seconds, default=10.0, dest="timeout_s", help="seconds per test case (replay)")
     return p.parse_args(argv)
 
 

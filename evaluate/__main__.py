@@ -16,13 +16,14 @@ from __future__ import annotations
 import argparse
 import sys
 
+from evaluate.arguments import Parser, at_least_one, positive_seconds
 from evaluate.models import ALIASES, BACKENDS, Sampling
 from evaluate.run import EvalConfig
 
 
 def parse_args(argv: list[str] | None = None) -> EvalConfig:
     d, ds = EvalConfig(), Sampling()
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="python -m evaluate",
         description=(
             "Prompt a model with each task (API documentation, setup block, instruction), run its code in a "
@@ -37,17 +38,17 @@ def parse_args(argv: list[str] | None = None) -> EvalConfig:
                    help=f"an alias ({', '.join(ALIASES)}) or, with --backend, any model id")
     g.add_argument("--backend", choices=list(BACKENDS), default=None, help="default: the alias's backend")
     g.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (openai backend), e.g. vllm serve's")
-    g.add_argument("--concurrency", type=int, default=32, help="requests in flight (openai backend; default 32)")
-    g.add_argument("--tensor-parallel-size", type=int, default=1, help="GPUs per model (vllm backend)")
+    g.add_argument("--concurrency", type=at_least_one, default=32, help="requests in flight (openai backend; default 32)")
+    g.add_argument("--tensor-parallel-size", type=at_least_one, default=1, help="GPUs per model (vllm backend)")
     g.add_argument("--max-model-len", type=int, default=None, help="context length (vllm backend)")
     g.add_argument("--gpu-memory-utilization", type=float, default=0.9, help="share of GPU memory (vllm backend)")
-    g.add_argument("--batch-size", type=int, default=1, help="prompts per generate call (hf backend)")
+    g.add_argument("--batch-size", type=at_least_one, default=1, help="prompts per generate call (hf backend)")
     g.add_argument("--samples", default=None, help="score pre-generated code from a JSONL file instead of a model")
     s = p.add_argument_group("sampling")
-    s.add_argument("--n-samples", type=int, default=d.n_samples, help="samples per task; pass@k is reported for k <= n")
+    s.add_argument("--n-samples", type=at_least_one, default=d.n_samples, help="samples per task; pass@k is reported for k <= n")
     s.add_argument("--temperature", type=float, default=ds.temperature, help="default 0")
     s.add_argument("--greedy", action="store_true", help="temperature 0 (one sample is enough)")
-    s.add_argument("--max-new-tokens", type=int, default=ds.max_new_tokens, help=f"default {ds.max_new_tokens}")
+    s.add_argument("--max-new-tokens", type=at_least_one, default=ds.max_new_tokens, help=f"default {ds.max_new_tokens}")
     s.add_argument("--seed", type=int, default=ds.seed, help="sampling seed (sample i uses seed + i)")
     t = p.add_argument_group("tasks and output")
     t.add_argument("--dataset", default=d.dataset, help="dataset folder, or a Hub repo id (default: stateeval)")
@@ -56,17 +57,15 @@ def parse_args(argv: list[str] | None = None) -> EvalConfig:
     t.add_argument("--variant", choices=("precise", "vague"), default="precise",
                    help="instruction shown to the model: precise (every call and parameter, default) or vague "
                         "(intent and expected outcome; written to results_vague.json)")
-    t.add_argument("--limit", type=int, default=None, help="score only the first N tasks")
+    t.add_argument("--limit", type=at_least_one, default=None, help="score only the first N tasks")
     t.add_argument("--since", default=None, metavar="YYYY-MM-DD",
                    help="score only tasks created after this date (e.g. a model's training cut-off; fresh splits)")
     t.add_argument("--out", default=d.out, help="results root; a run writes <out>/<model>/<revision>/ (default results)")
-    t.add_argument("--workers", type=int, default=None, help="sandbox workers (default: cores)")
-    t.add_argument("--timeout", type=float, default=d.timeout_s, dest="timeout_s",
+    t.add_argument("--workers", type=at_least_one, default=None, help="sandbox workers (default: cores)")
+    t.add_argument("--timeout", type=positive_seconds, default=d.timeout_s, dest="timeout_s",
                    help=f"seconds per test case (default {d.timeout_s})")
     t.add_argument("--plot", action="store_true", help="also write PNG figures (needs matplotlib)")
     a = p.parse_args(argv)
-    if a.n_samples < 1:
-        p.error("--n-samples must be at least 1")
     if not a.model and not a.samples:
         p.error("pass --model (an alias such as 'reference', or a model id with --backend) or --samples FILE")
     scenarios = [x.strip() for x in a.scenario.split(",")] if a.scenario else None
@@ -94,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(format_table(report["summary"]))
     print(f"wrote {report['path']}")
+    print(f"kept this run as {report['run_path']}")
     for fig in report.get("figures", []):
         print(f"wrote {fig}")
     return 0

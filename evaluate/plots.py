@@ -5,10 +5,29 @@ from __future__ import annotations
 from pathlib import Path
 
 from evaluate.models import missing_extra
-from evaluate.scoring import STATUSES
+from evaluate.statuses import EXECUTION_ERROR, NO_CODE, PASS, RESULT_ERROR, STATUSES, SYNTAX_ERROR, TIMEOUT
 
-COLORS = {"pass": "#2a9d8f", "syntax_error": "#e9c46a", "execution_error": "#f4a261", "result_error": "#e76f51",
-          "timeout": "#8d99ae", "no_code": "#6c757d"}
+COLORS = {PASS: "#2a9d8f", SYNTAX_ERROR: "#e9c46a", EXECUTION_ERROR: "#f4a261", RESULT_ERROR: "#e76f51",
+          TIMEOUT: "#8d99ae", NO_CODE: "#6c757d"}
+
+
+LABEL_ROOM = 12  # percentage points above 100 for the value written over a full bar
+
+
+def pass_at_1_figure(plt, summary: dict, model: str):
+    """pass@1 per scenario, each bar labelled with its value. The axis runs past 100 so that the label of a bar
+    at 100% sits inside the frame rather than across its top edge."""
+    scenarios = list(summary["scenarios"])
+    fig, ax = plt.subplots(figsize=(2.8 + 1.2 * len(scenarios), 3.2))
+    values = [100 * (summary["scenarios"][s]["pass@1"] or 0) for s in scenarios]
+    bars = ax.bar(scenarios, values, color=COLORS[PASS])
+    ax.bar_label(bars, fmt="%.1f", padding=2)
+    ax.set_ylim(0, 100 + LABEL_ROOM)
+    ax.set_yticks(range(0, 101, 20))
+    ax.set_ylabel("pass@1 (%)")
+    ax.set_title(f"{model}: pass@1 per scenario")
+    fig.tight_layout()
+    return fig
 
 
 def plot_report(report: dict, out: Path) -> list[Path]:
@@ -23,14 +42,7 @@ def plot_report(report: dict, out: Path) -> list[Path]:
     scenarios = list(summary["scenarios"])
     paths = []
 
-    fig, ax = plt.subplots(figsize=(2.8 + 1.2 * len(scenarios), 3.2))
-    values = [100 * (summary["scenarios"][s]["pass@1"] or 0) for s in scenarios]
-    bars = ax.bar(scenarios, values, color=COLORS["pass"])
-    ax.bar_label(bars, fmt="%.1f")
-    ax.set_ylim(0, 105)
-    ax.set_ylabel("pass@1 (%)")
-    ax.set_title(f"{model}: pass@1 per scenario")
-    fig.tight_layout()
+    fig = pass_at_1_figure(plt, summary, model)
     paths.append(out / "pass_at_1.png")
     fig.savefig(paths[-1], dpi=120)
     plt.close(fig)

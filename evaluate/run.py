@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
+import itertools
 import json
+import os
 import platform
 import re
 from collections import defaultdict
@@ -11,14 +14,14 @@ from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from tqdm import tqdm
-
 from evaluate.data import DatasetError, created_after, load_tasks, results_name, sample_lines
 from evaluate.models import Request, Sampling, get_backend, resolve
 from evaluate.models.cache import GenerationCache, prompt_key
+from evaluate.progress import progress
 from evaluate.prompts import build_messages, extract_code
 from evaluate.sandbox import Limits, Sandbox
-from evaluate.scoring import STATUSES, score, summarize
+from evaluate.scoring import run_containment, score, summarize
+from evaluate.statuses import STATUSES
 
 
 @dataclass
@@ -81,8 +84,7 @@ def generate(config: EvalConfig, tasks: list[dict]) -> dict[str, list[str | None
         print(f"resuming: {len(requests) - len(todo)} of {len(requests)} generations found in {cache.path}")
     if todo:
         backend.prepare()
-    bar = tqdm(total=len(todo), desc=f"generate ({config.model})", unit="reply", dynamic_ncols=True,
-               disable=not todo)
+    bar = progress(len(todo), f"generate ({config.model})", unit="reply")
 
     def on_reply(r: Request, reply: str) -> None:
         cache.add(keys[(r.task_id, r.sample)], r.task_id, r.sample, reply)
@@ -104,7 +106,7 @@ def run(config: EvalConfig) -> dict:
     tasks, manifest = load_tasks(config.dataset, config.revision, config.scenarios)
     if config.since:
         tasks = created_after(tasks, config.since)
-    if config.limit:
+    if config.limit is not None:
         tasks = tasks[: config.limit]
     replies = None
     if config.samples:
@@ -120,6 +122,7 @@ def run(config: EvalConfig) -> dict:
     n = min((len(v) for v in codes.values()), default=1)
     ks = tuple(k for k in (1, 5, 10) if k <= n)
     summary = summarize(results, ks)
+    containment = run_containment(results)
 
     report = {
         "model": config.model_name,
@@ -137,22 +140,58 @@ def run(config: EvalConfig) -> dict:
         },
         "variant": config.variant,
         "sampling": {"n_samples": n, **asdict(config.sampling)},
-        "sandbox": {"timeout_s": config.timeout_s},  # what re-scoring a submission of this run uses
+        # timeout_s: what re-scoring a submission of this run uses; containment: how its programs were contained
+        "sandbox": {"timeout_s": config.timeout_s, "containment": containment},
         "versions": {"python": platform.python_version(), **_versions()},
         "evaluated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "summary": summary,
-        "samples": [r.to_dict() for r in results],
+        "samples": [r.to_dict(containment) for r in results],
     }
     out = run_dir(config)
-    out.mkdir(parents=True, exist_ok=True)
-    name = results_name(config.variant)
-    (out / name).write_text(json.dumps(report, indent=2) + "\n")
-    report["path"] = str(out / name)
+    kept, latest = write_report(out, report, results_name(config.variant))
+    report["path"], report["run_path"] = str(latest), str(kept)
     if config.plot:
         from evaluate.plots import plot_report
 
         report["figures"] = [str(p) for p in plot_report(report, out)]
     return report
+
+
+SETTINGS = ("model", "backend", "backend_options", "dataset", "variant", "sampling", "sandbox")
+RUNS_DIR = "runs"
+
+
+def settings_hash(report: dict) -> str:
+    """A short hash of what decides a run's scores (model, dataset and its selection, variant, sampling, limits)."""
+    settings = {k: report.get(k) for k in SETTINGS}
+    if isinstance(settings["sandbox"], dict):  # how the sandbox contained the programs is an outcome, not a setting
+        settings["sandbox"] = {"timeout_s": settings["sandbox"].get("timeout_s")}
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:8]
+
+
+def write_report(out: Path, report: dict, name: str) -> tuple[Path, Path]:
+    """Keep every run: its report goes to runs/<time>-<settings hash>.json, never overwritten, and `name`
+    (results.json, results_vague.json) is replaced by a copy of it, where readers of the latest run look.
+    Returns (the run's own file, `name`)."""
+    stamp = _dt.datetime.fromisoformat(report["evaluated_at"]).strftime("%Y%m%dT%H%M%SZ")
+    base = f"{stamp}-{settings_hash(report)}"
+    runs = out / RUNS_DIR
+    runs.mkdir(parents=True, exist_ok=True)
+    for attempt in itertools.count(1):  # two runs with the same settings in the same second both stay
+        report["run"] = base if attempt == 1 else f"{base}-{attempt}"
+        kept = runs / f"{report['run']}.json"
+        try:
+            f = open(kept, "x")
+        except FileExistsError:
+            continue
+        text = json.dumps(report, indent=2) + "\n"
+        with f:
+            f.write(text)
+        break
+    tmp = out / f".{name}.tmp-{os.getpid()}"
+    tmp.write_text(text)
+    os.replace(tmp, out / name)  # a reader never sees a half-written latest report
+    return kept, out / name
 
 
 def _versions() -> dict:

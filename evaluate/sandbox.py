@@ -30,9 +30,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from tqdm import tqdm
-
-from evaluate.worker import PR_SET_DUMPABLE, REPLY_STATUSES, job_uid, prctl
+from evaluate.containment import PR_SET_DUMPABLE, job_uid, kill_uid, prctl
+from evaluate.progress import progress
+from evaluate.statuses import CRASH, REPLY_STATUSES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,7 +66,7 @@ class Job:
 @dataclass
 class Outcome:
     key: Any
-    status: str  # ok | syntax_error | execution_error | result_error | timeout | setup_error | crash
+    status: str  # one of evaluate.statuses.REPLY_STATUSES
     result: Any = None  # canonical RESULT (plain data) when status == "ok"
     state: Any = None  # canonical side effects after the run
     error: str = ""
@@ -122,7 +122,7 @@ class _Worker:
             err = "the sandbox worker stopped answering"
         if line is None:
             self.close()
-            return Outcome(job.key, "crash", error=f"{err}; it was restarted")
+            return Outcome(job.key, CRASH, error=f"{err}; it was restarted")
         try:
             reply = json.loads(line)
             if not isinstance(reply, dict) or reply.get("status") not in REPLY_STATUSES:
@@ -134,7 +134,7 @@ class _Worker:
             )
         except (ValueError, TypeError) as exc:  # JSONDecodeError is a ValueError
             self.close(kill=True)
-            return Outcome(job.key, "crash", error=f"the sandbox worker sent a malformed reply ({str(exc)[:80]}); "
+            return Outcome(job.key, CRASH, error=f"the sandbox worker sent a malformed reply ({str(exc)[:80]}); "
                                                    "it was restarted")
 
     def _readline(self, deadline: float) -> bytes | None:
@@ -179,17 +179,6 @@ class _Worker:
         shutil.rmtree(self.home, ignore_errors=True)
 
 
-def kill_uid(uid: int) -> None:
-    """Kill every process of a dead worker's job uid (its child died with it; grandchildren may not have).
-
-    `kill -9 -1` run as that uid reaches exactly its processes; the shell is started by `subprocess` as root
-    and becomes the uid before it runs, so nothing in the harness changes identity.
-    """
-    subprocess.run(["/bin/sh", "-c", "kill -9 -1"], user=uid, group=uid, extra_groups=[], env={},
-                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30,
-                   check=False)
-
-
 def _encode_case(case: dict) -> dict:
     assets = [
         {"name": a["name"], "kind": a["kind"], "meta": a["meta"], "data": base64.b64encode(a["data"]).decode()}
@@ -231,7 +220,7 @@ class Sandbox:
         todo: queue.Queue[int] = queue.Queue()
         for i in range(len(jobs)):
             todo.put(i)
-        bar = tqdm(total=len(jobs), desc=desc, disable=desc is None, unit="run", dynamic_ncols=True)
+        bar = progress(len(jobs), desc, unit="run")
 
         def drain() -> None:
             while True:
@@ -244,7 +233,7 @@ class Sandbox:
                     results[i] = worker.run(jobs[i])
                 except Exception as exc:  # noqa: BLE001 - a harness bug must not leave a hole in the results
                     worker.close(kill=True)
-                    results[i] = Outcome(jobs[i].key, "crash", error=f"sandbox error: {type(exc).__name__}: {exc}")
+                    results[i] = Outcome(jobs[i].key, CRASH, error=f"sandbox error: {type(exc).__name__}: {exc}")
                 finally:
                     self._release(worker)
                 bar.update(1)

@@ -12,10 +12,21 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from math import comb
 
+from evaluate.containment import weakest
 from evaluate.sandbox import Job, Sandbox
+from evaluate.statuses import (
+    CRASH,
+    EXECUTION_ERROR,
+    NO_CODE,
+    OK,
+    PASS,
+    RESULT_ERROR,
+    SETUP_ERROR,
+    STATUSES,
+    SYNTAX_ERROR,
+    TIMEOUT,
+)
 from scenarios import get_scenario
-
-STATUSES = ("pass", "syntax_error", "execution_error", "result_error", "timeout", "no_code")
 
 
 @dataclass
@@ -26,26 +37,38 @@ class SampleResult:
     status: str
     error: str = ""
     cases: list[dict] = field(default_factory=list)  # per test case: name, status, error, seconds
+    containment: str | None = None  # the weakest containment its test cases ran under (None: no program ran)
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+    def to_dict(self, run_containment: str | None = None) -> dict:
+        """The sample's row in results.json: its containment is written only where it is not the run's."""
+        row = asdict(self)
+        if row["containment"] in (None, run_containment):
+            del row["containment"]
+        return row
+
+
+def run_containment(results: list[SampleResult]) -> str | None:
+    """The containment most samples ran under: the run's, recorded once in results.json. A sample whose worker
+    fell back to another mode (a worker that could not build its jail) carries its own."""
+    modes = Counter(r.containment for r in results if r.containment)
+    return modes.most_common(1)[0][0] if modes else None
 
 
 def judge_case(scenario, case: dict, outcome) -> tuple[str, str]:
     """Status and message for one test case, comparing canonical data only."""
-    if outcome.status == "setup_error":
+    if outcome.status == SETUP_ERROR:
         # The setup block is the dataset's; it failing means the task or the world is broken, not the answer.
-        return "execution_error", f"setup failed (report this task): {outcome.error}"
-    if outcome.status == "crash":
-        return "execution_error", outcome.error
-    if outcome.status not in ("ok", "syntax_error", "execution_error", "result_error", "timeout"):
-        return "execution_error", f"unexpected sandbox status {outcome.status!r}: {outcome.error}"
-    if outcome.status != "ok":
+        return EXECUTION_ERROR, f"setup failed (report this task): {outcome.error}"
+    if outcome.status == CRASH:
+        return EXECUTION_ERROR, outcome.error
+    if outcome.status not in (OK, SYNTAX_ERROR, EXECUTION_ERROR, RESULT_ERROR, TIMEOUT):
+        return EXECUTION_ERROR, f"unexpected sandbox status {outcome.status!r}: {outcome.error}"
+    if outcome.status != OK:
         return outcome.status, outcome.error
     reason = scenario.compare_result(json.loads(case["expected_result"]), outcome.result)
     if reason is None and case.get("expected_state") is not None:
         reason = scenario.compare_state(json.loads(case["expected_state"]), outcome.state)
-    return ("pass", "") if reason is None else ("result_error", reason)
+    return (PASS, "") if reason is None else (RESULT_ERROR, reason)
 
 
 def score(tasks: list[dict], codes: dict[str, list[str | None]], sandbox: Sandbox) -> list[SampleResult]:
@@ -64,16 +87,17 @@ def score(tasks: list[dict], codes: dict[str, list[str | None]], sandbox: Sandbo
         scenario = get_scenario(t["scenario"])
         for s, code in enumerate(codes.get(t["task_id"], [])):
             if code is None:
-                results.append(SampleResult(t["task_id"], t["scenario"], s, "no_code", "no code in the reply"))
+                results.append(SampleResult(t["task_id"], t["scenario"], s, NO_CODE, "no code in the reply"))
                 continue
-            cases, status, error = [], "pass", ""
+            cases, status, error, modes = [], PASS, "", []
             for c, case in enumerate(t["test_cases"]):
                 o = outcomes[(t["task_id"], s, c)]
+                modes.append(o.extra.get("containment"))
                 cs, msg = judge_case(scenario, case, o)
                 cases.append({"name": case["name"], "status": cs, "error": msg, "seconds": o.seconds})
-                if cs != "pass" and status == "pass":
+                if cs != PASS and status == PASS:
                     status, error = cs, f"{case['name']} test case: {msg}"
-            results.append(SampleResult(t["task_id"], t["scenario"], s, status, error, cases))
+            results.append(SampleResult(t["task_id"], t["scenario"], s, status, error, cases, weakest(modes)))
     return results
 
 
@@ -102,7 +126,7 @@ def summarize(results: list[SampleResult], ks: tuple[int, ...] = (1,)) -> dict:
             for tid in task_ids:
                 rs = per_task[tid]
                 if len(rs) >= k:
-                    vals.append(pass_at_k(len(rs), sum(r.status == "pass" for r in rs), k))
+                    vals.append(pass_at_k(len(rs), sum(r.status == PASS for r in rs), k))
             out[f"pass@{k}"] = sum(vals) / len(vals) if vals else None
         statuses = Counter(r.status for tid in task_ids for r in per_task[tid])
         out["statuses"] = {s: statuses.get(s, 0) for s in STATUSES}

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evaluate.models import Request, Sampling  # noqa: E402
 from evaluate.models.openai_api import OpenAIBackend  # noqa: E402
-from evaluate.testing import ScriptedServer  # noqa: E402
+from tests.evaluate.scripted_server import ScriptedServer  # noqa: E402
 
 
 def timed(base_url: str, n: int, concurrency: int) -> float:

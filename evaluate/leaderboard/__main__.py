@@ -17,11 +17,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from evaluate.arguments import Parser, at_least_one, positive_seconds
 from evaluate.leaderboard.submission import DEFAULT_ROOT, VARIANTS, WEIGHTS
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="python -m evaluate.leaderboard",
         description="Package evaluation runs for the public board, re-score them before trusting them, and "
                     "render the board (static HTML + Markdown).",
@@ -58,9 +59,9 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--dataset", default="stateeval",
                    help="the maintainers' dataset: a folder, or a Hub id read at the submission's version "
                         "(default: stateeval). Never the path a submission names.")
-    v.add_argument("--timeout", type=float, default=None, dest="timeout_s",
+    v.add_argument("--timeout", type=positive_seconds, default=None, dest="timeout_s",
                    help="seconds per test case (default: the run's, else the sandbox default)")
-    v.add_argument("--workers", type=int, default=None, help="sandbox workers (default: cores)")
+    v.add_argument("--workers", type=at_least_one, default=None, help="sandbox workers (default: cores)")
 
     b = sub.add_parser("build", help="render the board from every validated submission",
                        description="Write index.html (sortable table, per-scenario chart), leaderboard.md and "
@@ -72,7 +73,7 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--insert-into", action="append", default=[], metavar="FILE",
                    help="also put the Markdown tables between <!-- leaderboard:start/end --> markers in FILE "
                         "(a README or dataset card); repeatable")
-    b.add_argument("--workers", type=int, default=None, help="sandbox workers for --revalidate")
+    b.add_argument("--workers", type=at_least_one, default=None, help="sandbox workers for --revalidate")
     return p
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
 
+from cards import LEADERBOARD_PAGE, template
 from evaluate.leaderboard.submission import (
     DEFAULT_ROOT,
     SUBMISSIONS,
@@ -24,14 +25,13 @@ from evaluate.leaderboard.submission import (
 )
 from evaluate.leaderboard.validation import stamp_problem, validate
 from evaluate.plots import COLORS
-from evaluate.scoring import STATUSES
+from evaluate.statuses import EXECUTION_ERROR, NO_CODE, PASS, RESULT_ERROR, STATUSES, SYNTAX_ERROR, TIMEOUT
 
-TEMPLATE = Path(__file__).resolve().parents[2] / "cards" / "leaderboard.html"
 MARK_START, MARK_END = "<!-- leaderboard:start -->", "<!-- leaderboard:end -->"
 PALETTE = ("#2a9d8f", "#e76f51", "#264653", "#e9c46a", "#8e6c8a", "#f4a261", "#4d908e", "#577590", "#bc4749",
            "#90be6d")
-STATUS_LABELS = {"pass": "pass", "syntax_error": "syntax", "execution_error": "execution", "result_error": "result",
-                 "timeout": "timeout", "no_code": "no code"}
+STATUS_LABELS = {PASS: "pass", SYNTAX_ERROR: "syntax", EXECUTION_ERROR: "execution", RESULT_ERROR: "result",
+                 TIMEOUT: "timeout", NO_CODE: "no code"}
 MISSING = "–"
 
 
@@ -283,7 +283,7 @@ def render_html(report: BuildReport, generated: str) -> str:
         )
     if not sections:
         sections.append('<p class="meta">No validated submission yet.</p>')
-    return Template(TEMPLATE.read_text()).substitute(
+    return Template(template(LEADERBOARD_PAGE)).substitute(
         sections="\n".join(sections), count=sum(len(g.entries) for g in report.groups), generated=_e(generated),
     )
 

@@ -21,12 +21,14 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from evaluate.data import DatasetError, file_sha256, load_tasks, results_name, sample_lines
-from evaluate.models.cache import GenerationCache
+from evaluate.models import Sampling
+from evaluate.models.cache import GenerationCache, prompt_key
 from evaluate.prompts import VARIANTS as PROMPT_VARIANTS
+from evaluate.prompts import build_messages
 
 RESULTS = "results.json"
 GENERATIONS = "generations.jsonl"
@@ -131,6 +133,45 @@ def _check_link(link: str | None) -> str | None:
     return link or None
 
 
+def run_sampling(results: dict) -> Sampling:
+    recorded = results.get("sampling", {})
+    return Sampling(**{f.name: recorded[f.name] for f in fields(Sampling) if f.name in recorded})
+
+
+def expected_keys(results: dict, tasks: list[dict]) -> dict[tuple[str, int], str]:
+    """The generation-cache key of every (task, sample) the run asked for, recomputed as `evaluate.run` does."""
+    sampling = run_sampling(results)
+    n = int(results["sampling"].get("n_samples", 1))
+    variant = results.get("variant", "precise")
+    keys = {}
+    for t in tasks:
+        messages = build_messages(t, variant)
+        for s in range(n):
+            keys[(t["task_id"], s)] = prompt_key(messages, sampling, results["model"], s)
+    return keys
+
+
+def coverage_problems(results: dict, tasks: list[dict]) -> tuple[list[str], dict[str, list[str]]]:
+    """(general problems, per-task problems) of a results.json against every task of the dataset."""
+    wanted = {t["task_id"]: t["scenario"] for t in tasks}
+    n = int(results["sampling"].get("n_samples", 1))
+    seen: dict[str, list[int]] = {}
+    problems, per_task = [], {}
+    for row in results["samples"]:
+        seen.setdefault(row.get("task_id"), []).append(row.get("sample"))
+    missing = [tid for tid in wanted if tid not in seen]
+    extra = sorted(str(tid) for tid in seen if tid not in wanted)
+    if missing:
+        problems.append(f"{len(missing)} of the dataset's {len(wanted)} tasks are missing from results.json: "
+                        + ", ".join(missing))
+    if extra:
+        problems.append(f"results.json scores {len(extra)} task(s) the dataset does not have: " + ", ".join(extra))
+    for tid, samples in seen.items():
+        if tid in wanted and sorted(samples) != list(range(n)):
+            per_task[tid] = [f"samples {sorted(samples)} in results.json, expected 0..{n - 1} (n_samples {n})"]
+    return problems, per_task
+
+
 def _run_generations(run_dir: Path, results: dict, tasks: list[dict]) -> list[dict]:
     """The cache lines this run scored: the prompt key of each (task, sample) is recomputed, as the run did."""
     path = run_dir / GENERATIONS
@@ -140,7 +181,7 @@ def _run_generations(run_dir: Path, results: dict, tasks: list[dict]) -> list[di
             "--samples so its code is packaged as the generations."
         )
     replies = GenerationCache(path).replies  # read as the run's own cache reads it
-    keys = _lazy().expected_keys(results, tasks)
+    keys = expected_keys(results, tasks)
     missing = sorted({tid for (tid, _), key in keys.items() if key not in replies})
     if missing:
         raise SubmissionError(
@@ -165,12 +206,6 @@ def _samples_generations(samples: Path, results: dict) -> list[dict]:
         raise SubmissionError(f"{samples} does not hold the samples results.json scored (other task ids or counts); "
                               "pass the file the run was made with")
     return rows
-
-
-def _lazy():  # validate imports this module; keep the import one-way at load time
-    from evaluate.leaderboard import validation
-
-    return validation
 
 
 def submit(run_dir: str | Path, name: str, org: str | None = None, params: str | None = None,
@@ -221,7 +256,7 @@ def submit(run_dir: str | Path, name: str, org: str | None = None, params: str |
     if manifest["content_hash"] != ds.get("content_hash"):
         raise SubmissionError(f"the dataset at {source!r} has content hash {manifest['content_hash'][:12]}, the "
                               f"run was scored on {str(ds.get('content_hash'))[:12]}; pass the run's --dataset")
-    problems, per_task = _lazy().coverage_problems(results, tasks)
+    problems, per_task = coverage_problems(results, tasks)
     if problems or per_task:
         details = problems + [f"{tid}: {'; '.join(d)}" for tid, d in sorted(per_task.items())]
         raise SubmissionError("a submission scores every task of its dataset version, n samples each, and this "

@@ -21,7 +21,8 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 
 from evaluate.data import DatasetError, load_tasks
@@ -32,13 +33,13 @@ from evaluate.leaderboard.submission import (
     VALIDATION,
     Submission,
     SubmissionError,
+    coverage_problems,
+    expected_keys,
     file_digests,
     load_submission,
     read_generations,
 )
-from evaluate.models import Sampling
-from evaluate.models.cache import prompt_key
-from evaluate.prompts import build_messages, extract_code
+from evaluate.prompts import extract_code
 
 STAMP_FORMAT = 1
 
@@ -72,45 +73,6 @@ class Report:
             lines.append("  summary numbers differ from the re-scored ones:")
             lines += [f"    {d}" for d in self.summary]
         return "\n".join(lines)
-
-
-def run_sampling(results: dict) -> Sampling:
-    recorded = results.get("sampling", {})
-    return Sampling(**{f.name: recorded[f.name] for f in fields(Sampling) if f.name in recorded})
-
-
-def expected_keys(results: dict, tasks: list[dict]) -> dict[tuple[str, int], str]:
-    """The generation-cache key of every (task, sample) the run asked for, recomputed as `evaluate.run` does."""
-    sampling = run_sampling(results)
-    n = int(results["sampling"].get("n_samples", 1))
-    variant = results.get("variant", "precise")
-    keys = {}
-    for t in tasks:
-        messages = build_messages(t, variant)
-        for s in range(n):
-            keys[(t["task_id"], s)] = prompt_key(messages, sampling, results["model"], s)
-    return keys
-
-
-def coverage_problems(results: dict, tasks: list[dict]) -> tuple[list[str], dict[str, list[str]]]:
-    """(general problems, per-task problems) of a results.json against every task of the dataset."""
-    wanted = {t["task_id"]: t["scenario"] for t in tasks}
-    n = int(results["sampling"].get("n_samples", 1))
-    seen: dict[str, list[int]] = {}
-    problems, per_task = [], {}
-    for row in results["samples"]:
-        seen.setdefault(row.get("task_id"), []).append(row.get("sample"))
-    missing = [tid for tid in wanted if tid not in seen]
-    extra = sorted(str(tid) for tid in seen if tid not in wanted)
-    if missing:
-        problems.append(f"{len(missing)} of the dataset's {len(wanted)} tasks are missing from results.json: "
-                        + ", ".join(missing))
-    if extra:
-        problems.append(f"results.json scores {len(extra)} task(s) the dataset does not have: " + ", ".join(extra))
-    for tid, samples in seen.items():
-        if tid in wanted and sorted(samples) != list(range(n)):
-            per_task[tid] = [f"samples {sorted(samples)} in results.json, expected 0..{n - 1} (n_samples {n})"]
-    return problems, per_task
 
 
 def _compare_summary(submitted, rescored, path: str = "") -> list[str]:
@@ -270,18 +232,24 @@ def _validate(sub: Submission, dataset: str, sandbox, timeout_s, workers, report
 
 
 def _stamp(sub: Submission, report: Report) -> dict:
-    from builder import __version__
-
     return {
         "format": STAMP_FORMAT,
         "status": "valid",
         "validated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "stateeval": __version__,
+        "stateeval": stateeval_version(),
         "dataset": {"version": sub.version, "content_hash": sub.content_hash},
         "variant": sub.variant,
         "rescored_samples": report.rescored,
         "files": file_digests(sub.path),
     }
+
+
+def stateeval_version() -> str | None:
+    """The installed distribution's version, read from its metadata: evaluate never imports the builder."""
+    try:
+        return metadata.version("stateeval")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return None
 
 
 def stamp_problem(folder: Path) -> str | None:

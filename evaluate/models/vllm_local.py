@@ -7,6 +7,8 @@ the one an OpenAI-compatible `vllm serve` endpoint would build from the same mes
 
 from __future__ import annotations
 
+import sys
+
 from evaluate.models import Backend, BackendError, OnReply, Request, Sampling, missing_extra
 
 
@@ -42,6 +44,7 @@ class VLLMBackend(Backend):
                                 max_tokens=sampling.max_new_tokens, seed=sampling.seed + r.sample)
             for r in requests
         ]
-        outputs = llm.chat([r.messages for r in requests], params, use_tqdm=True)
+        # vLLM's own bar, only on a terminal: in a log its carriage-return redraws pile up (evaluate.progress)
+        outputs = llm.chat([r.messages for r in requests], params, use_tqdm=sys.stderr.isatty())
         for r, out in zip(requests, outputs):
             on_reply(r, out.outputs[0].text)

@@ -23,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from evaluate.testing import send_json
+from tests.evaluate.scripted_server import send_json
 
 LOOPBACK = "127.0.0.1"
 STOP_TIMEOUT_S = 5.0  # joining the server thread on stop; it exits as soon as shutdown() is seen

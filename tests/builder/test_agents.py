@@ -12,7 +12,7 @@ import pytest
 from builder.agents import EVALUATOR, GENERATOR, AgentTranslator, clean_instruction, parse_spec, parse_verdict
 from builder.config import BuildConfig
 from builder.pipeline import build, filter_leaks, fuzz, leaked_values, translate
-from evaluate.testing import ScriptedServer
+from tests.evaluate.scripted_server import ScriptedServer
 
 ITEMS = [("t-1", "x = load()\n", "y = f(x)\nRESULT = [y]\n"), ("t-2", "a = load()\n", "b = g(a)\nRESULT = [b]\n")]
 

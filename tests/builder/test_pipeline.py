@@ -330,3 +330,13 @@ def test_cli_rejects_bad_numbers(tmp_path):
     done = run_cli("--n", "0", "--out", "ds", cwd=tmp_path)
     assert done.returncode != 0 and "--n" in done.stderr
     assert not (tmp_path / "ds").exists()
+
+
+@pytest.mark.parametrize("option, value", [("--workers", "0"), ("--timeout", "0"), ("--timeout", "-1"),
+                                           ("--concurrency", "0")])
+def test_cli_rejects_a_count_or_limit_that_cannot_work(tmp_path, option, value):
+    """A zero timeout would reject every reference as a timeout; zero workers used to mean 'one per core'."""
+    done = run_cli("--scenarios", "tensor", "--n", "1", "--out", "ds", option, value, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and option in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "ds").exists()

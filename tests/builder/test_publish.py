@@ -494,3 +494,16 @@ def test_a_failed_oidc_token_exchange_is_an_error_that_names_the_fix(no_token, m
 def test_hub_api_without_any_token_refuses(no_token):
     with pytest.raises(PublishError, match="HF_TOKEN.*hf auth login"):
         hub_api()
+
+
+@pytest.mark.parametrize("option, value", [("--timeout", "0"), ("--workers", "0")])
+def test_a_replay_limit_that_cannot_work_is_refused_in_one_line(small_dataset, hub, api, capsys, option, value):
+    """A zero timeout would fail every reference replay and blame the dataset for it."""
+    from builder.publish import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--dir", str(small_dataset), "--repo", "org/stateeval", "--version", "v1.0.0", option, value], api=api)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"argument {option}:" in err
+    assert hub.of("commit") == [] and hub.of("tag") == []

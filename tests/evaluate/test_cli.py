@@ -278,3 +278,65 @@ def test_plot_writes_the_two_figures(small_dataset, tmp_path, hf_cache):
         png = tmp_path / "reference" / "local" / name
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 2000
         assert str(png) in proc.stdout
+
+
+@pytest.mark.parametrize("option, value", [("--timeout", "0"), ("--timeout", "-2"), ("--workers", "0"),
+                                           ("--limit", "0"), ("--n-samples", "0"), ("--concurrency", "0")])
+def test_a_count_or_limit_that_cannot_work_is_refused_in_one_line(reference_run, option, value, hf_cache):
+    """`--timeout 0` used to score every sample a timeout and overwrite the good results.json; `--limit 0` and
+    `--workers 0` silently meant "all" and "one per core"."""
+    proc, out, args = reference_run
+    before = report_path(proc).read_text()
+    bad = evaluate(*args, option, value, hf_cache=hf_cache)
+    assert bad.returncode == 2
+    assert bad.stderr.count("\n") == 1 and f"argument {option}:" in bad.stderr, bad.stderr
+    assert report_path(proc).read_text() == before
+
+
+def test_every_run_is_kept_and_results_json_is_the_latest(small_dataset, rows, tmp_path, hf_cache):
+    """Runs with other settings used to overwrite each other's results.json; each now also has a file of its own."""
+    samples = write_samples(tmp_path / "refs.jsonl", [{"task_id": r["task_id"], "code": r["reference_program"]}
+                                                      for r in rows])
+    out = tmp_path / "out"
+    kept = []
+    for timeout in ("10", "20", "20"):
+        proc = evaluate("--samples", str(samples), "--dataset", str(small_dataset), "--out", str(out),
+                        "--workers", "2", "--timeout", timeout, hf_cache=hf_cache)
+        assert proc.returncode == 0, proc.stderr
+        match = re.search(r"^kept this run as (\S+\.json)$", proc.stdout, re.M)
+        assert match, proc.stdout
+        kept.append(Path(match.group(1)))
+        assert report_path(proc).read_text() == kept[-1].read_text()  # results.json: the latest run
+    runs = [json.loads(p.read_text()) for p in kept]
+    assert len(set(kept)) == 3 and sorted(kept[0].parent.iterdir()) == sorted(kept)
+    assert [r["sandbox"]["timeout_s"] for r in runs] == [10.0, 20.0, 20.0]  # the first run is still there
+    hashes = [r["run"].split("-")[1] for r in runs]
+    assert hashes[0] != hashes[1] == hashes[2]  # the name says which runs share their settings
+    assert [p.stem for p in kept] == [r["run"] for r in runs]
+
+
+def test_results_record_the_containment_that_applied(reference_run, small_tasks):
+    """The README promises that a run says how its programs were contained; the mode depends on the machine."""
+    from evaluate.sandbox import Job, Sandbox
+
+    task = small_tasks[0]
+    with Sandbox(workers=1) as sandbox:
+        (outcome,) = sandbox.run_untrusted([Job("k", "tensor", task["reference_program"], task["test_cases"][0])])
+    here = outcome.extra["containment"]
+    assert here in ("jail", "uid", "none")
+    proc, _, _ = reference_run
+    report = written(proc)
+    assert report["sandbox"]["containment"] == here
+    assert all("containment" not in s for s in report["samples"])  # every worker applied the run's mode
+
+
+def test_progress_in_a_log_is_whole_lines(small_dataset, tmp_path, hf_cache):
+    """stderr is a pipe here, as in a CI log: whole lines, no carriage-return redraws (read as bytes, since text
+    mode would turn each carriage return into a line break)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_DATASETS_CACHE=str(hf_cache))
+    proc = subprocess.run([sys.executable, "-m", "evaluate", "--model", "reference", "--dataset", str(small_dataset),
+                           "--out", str(tmp_path), "--limit", "3", "--workers", "1"],
+                          cwd=ROOT, env=env, capture_output=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert b"\r" not in proc.stderr
+    assert b"score: " in proc.stderr  # the line that says the scoring is done

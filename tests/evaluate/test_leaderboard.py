@@ -321,3 +321,39 @@ def test_help():
     assert "submit" in proc.stdout and "validate" in proc.stdout and "build" in proc.stdout
     for command in ("submit", "validate", "build"):
         ok(cli("evaluate.leaderboard", command, "--help"))
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module a file imports, at the top or inside a function."""
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+    return found
+
+
+def test_the_leaderboard_imports_neither_the_builder_nor_itself_in_a_circle():
+    """evaluate is the shared runtime (the builder imports it, never the reverse), and submission.py is the
+    folder format that validation.py checks: a cycle between them only worked through a function-level import."""
+    import evaluate
+
+    folder = Path(evaluate.__file__).parent / "leaderboard"
+    assert not {m for p in folder.glob("*.py") for m in _imports(p) if m.split(".")[0] == "builder"}
+    assert not {m for m in _imports(folder / "submission.py") if m.startswith("evaluate.leaderboard.validation")}
+    assert "def _lazy" not in (folder / "submission.py").read_text()
+
+
+
+@pytest.mark.parametrize("option, value", [("--timeout", "0"), ("--workers", "0")])
+def test_a_rescoring_limit_that_cannot_work_is_refused_in_one_line(lb, option, value):
+    """A zero timeout would re-score every sample a timeout and refuse a good submission for it."""
+    folder = lb.submissions["zeta"]
+    before = (folder / "validation.json").read_text()
+    proc = cli("evaluate.leaderboard", "validate", folder, "--dataset", lb.dataset_v1, option, value)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and f"argument {option}:" in proc.stderr
+    assert (folder / "validation.json").read_text() == before

@@ -18,7 +18,7 @@ from evaluate.models import ALIASES, BackendError, Request, Sampling, UnknownMod
 from evaluate.models.hf_local import locate
 from evaluate.models.openai_api import OpenAIBackend
 from evaluate.prompts import build_messages
-from evaluate.testing import ScriptedServer
+from tests.evaluate.scripted_server import ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[2]
 FENCED = "```python\nRESULT = []\n```"

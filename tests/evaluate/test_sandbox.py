@@ -347,3 +347,14 @@ def test_program_cannot_write_into_the_worker_protocol(task, case):
     for o in following:
         assert o.status == "ok", (o.status, o.error)
         assert verdict(case, o) is None
+
+
+def test_the_harness_does_not_import_the_worker():
+    """The harness needs containment primitives and status names, not the worker's job protocol: importing the
+    worker into the harness process would put the child's execution code where no program may ever run."""
+    import subprocess
+    import sys
+
+    probe = "import sys, evaluate.sandbox, evaluate.scoring; print('evaluate.worker' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "False"

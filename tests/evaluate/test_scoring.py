@@ -267,3 +267,42 @@ def test_forged_report_does_not_pass(small_tasks, sandbox):
     (result,) = score([task], {task["task_id"]: [forge]}, sandbox)
     assert result.status != "pass"
     assert all(c["status"] in STATUSES and c["status"] != "pass" for c in result.cases)
+
+
+def test_status_names_are_spelled_in_one_module():
+    """A status renamed in one place and not another would silently turn verdicts into 'unexpected status'."""
+    from pathlib import Path
+
+    import evaluate
+    from evaluate import statuses
+
+    root = Path(evaluate.__file__).parent
+    # "pass", "ok", "timeout" and "crash" are ordinary words elsewhere; the compound names are not.
+    names = [f'"{s}"' for s in (*statuses.STATUSES, statuses.SETUP_ERROR) if "_" in s]
+    spelled = {str(p.relative_to(root)): [n for n in names if n in p.read_text()]
+               for p in root.rglob("*.py") if p.name != "statuses.py"}
+    assert {p: n for p, n in spelled.items() if n} == {}
+
+
+class ContainedAs:
+    """A stand-in for the sandbox: every test case times out, under the containment given per (sample, case)."""
+
+    def __init__(self, modes: dict[tuple[int, int], str]):
+        self.modes = modes
+
+    def run_untrusted(self, jobs, desc=None):
+        return [Outcome(j.key, "timeout", error="slow", extra={"containment": self.modes[j.key[1:]]}) for j in jobs]
+
+
+def test_containment_is_recorded_for_the_run_and_for_a_sample_that_fell_back():
+    from evaluate.scoring import run_containment
+
+    task = {"task_id": "tensor-0000", "scenario": "tensor", "test_cases": [{"name": "original"}, {"name": "flipped"}]}
+    modes = {(0, 0): "jail", (0, 1): "jail", (1, 0): "jail", (1, 1): "uid", (2, 0): "jail", (2, 1): "jail"}
+    results = score([task], {"tensor-0000": ["a", "b", "c", None]}, ContainedAs(modes))
+    assert [r.containment for r in results] == ["jail", "uid", "jail", None]  # a sample: its weakest test case
+    mode = run_containment(results)
+    assert mode == "jail"
+    rows = [r.to_dict(mode) for r in results]
+    assert [row.get("containment") for row in rows] == [None, "uid", None, None]
+    assert "containment" not in rows[0] and "containment" not in rows[3]

@@ -1,0 +1,40 @@
+"""What the command lines share: argument types that refuse a count or a time limit that cannot work, and a
+parser whose errors are one line.
+
+`--timeout 0` used to run and mark every sample a timeout, and `--workers 0` or `--limit 0` silently meant "the
+default"; such values are now refused before any work, with the option, what it accepts, and where to read more.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+
+def at_least_one(text: str) -> int:
+    """A count: a whole number, 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """A time limit: a finite number of seconds above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0 (e.g. 10), got {text}")
+    return value
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (argparse's own first prints the whole usage block)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")

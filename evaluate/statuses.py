@@ -1,0 +1,23 @@
+"""Status names, defined once: what a sandbox run answers, and what a scored sample gets.
+
+The worker, the harness, scoring, the printed table, the plots and the leaderboard all speak these names, and
+results.json stores them, so a name changed here is a format change.
+"""
+
+from __future__ import annotations
+
+PASS = "pass"
+SYNTAX_ERROR = "syntax_error"
+EXECUTION_ERROR = "execution_error"
+RESULT_ERROR = "result_error"
+TIMEOUT = "timeout"
+NO_CODE = "no_code"  # nothing that could be code in the reply
+# A sample's status: the paper's taxonomy plus timeout and no_code, in the order tables and charts show them.
+STATUSES = (PASS, SYNTAX_ERROR, EXECUTION_ERROR, RESULT_ERROR, TIMEOUT, NO_CODE)
+
+OK = "ok"  # the program ran and RESULT was read; scoring then compares it with the oracle
+SETUP_ERROR = "setup_error"  # the dataset's setup block failed: the task is broken, not the answer
+CRASH = "crash"  # the worker died or answered nonsense; it is replaced
+# What a sandbox child may report about itself, and what a worker may answer (timeouts and crashes are its own).
+CHILD_STATUSES = frozenset({OK, SYNTAX_ERROR, EXECUTION_ERROR, RESULT_ERROR, SETUP_ERROR})
+REPLY_STATUSES = CHILD_STATUSES | {TIMEOUT, CRASH}
