@@ -144,8 +144,9 @@ def _generate(tree: ast.Module, program: Program, types: dict[str, str]) -> Iter
                 for other in scenario.confusions.get(ast.unparse(node.func), ()):
                     yield "other_api", line, edit(_at(k, ast.Call, lambda n, o=other: _replace(n, "func", _expr(o))))
                 positional = [j for j, a in enumerate(node.args) if not isinstance(a, ast.Starred)]
+                commute = scenario.commuting.get(ast.unparse(node.func))
                 for a, b in zip(positional, positional[1:]):
-                    if ast.unparse(node.args[a]) != ast.unparse(node.args[b]):
+                    if ast.unparse(node.args[a]) != ast.unparse(node.args[b]) and (a, b) != commute:
                         yield "swap_args", line, edit(_at(k, ast.Call, lambda n, a=a, b=b: _swap(n, a, b)))
         yield from _argument_mutants(stmt, line, edit, scenario.vocabulary)
         yield from _variable_mutants(stmt, line, edit, types, scope)

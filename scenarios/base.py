@@ -227,6 +227,7 @@ class Scenario(ABC):
     # groups of interchangeable literals (session types, field names, setting names).
     confusions: dict[str, tuple[str, ...]] = {}
     vocabulary: tuple[tuple[str, ...], ...] = ()
+    commuting: dict[str, tuple[int, int]] = {}  # callee -> two argument positions whose swap changes nothing
     # Whether several programs may run one after another in one sandbox child, each in a fresh copy of the setup's
     # namespace, without one seeing another's effects: true only for a world with no state outside the program.
     shared_runs: bool = False

@@ -62,12 +62,15 @@ def main() -> None:
     p.add_argument("--n", type=int, default=60)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--mutants", type=int, default=None, help="passed to the builder (0: no mutation analysis)")
     a = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "builder", "--scenarios", a.scenarios, "--n", str(a.n), "--seed", str(a.seed),
                "--out", str(Path(tmp) / "stateeval")]
         if a.workers:
             cmd += ["--workers", str(a.workers)]
+        if a.mutants is not None:
+            cmd += ["--mutants", str(a.mutants)]
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -80,7 +83,8 @@ def main() -> None:
     if proc.returncode:
         sys.exit(f"build failed (exit {proc.returncode}):\n{out}")
     print(out.strip())
-    print(f"build of {a.n} programs per scenario ({a.scenarios}): {seconds:.1f} s wall, "
+    mutation = "" if a.mutants is None else f", --mutants {a.mutants}"
+    print(f"build of {a.n} programs per scenario ({a.scenarios}{mutation}): {seconds:.1f} s wall, "
           f"peak memory {peak / 2**20:.0f} MiB (process tree, {os.cpu_count()} cores)")
 
 

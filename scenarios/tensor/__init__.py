@@ -259,6 +259,7 @@ class Conv2d(API):
 
 class TensorScenario(Scenario):
     vocabulary = (("same", "valid"),)
+    commuting = {"torch.transpose": (1, 2)}  # transpose(x, a, b) is transpose(x, b, a)
     shared_runs = True  # tensors in, tensors out: no world state a program could leave for the next one
     name = "tensor"
     apis = (Cat(), Split(), Transpose(), Permute(), Linear(), Conv2d())
