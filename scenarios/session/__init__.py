@@ -186,6 +186,9 @@ class AddSession(API):
         src, data = inputs
         source, value = state.vars[src].value, state.vars[data].value
         type_ = _type_for(state, source, rng, existing=0.6)
+        held = {v.value for v in state.of_type(SID)}
+        if (_duplicate(state, source, type_, value) or {}).get("key") in held:  # the answer would be an id in scope
+            type_ = rng.choice([t for t in words.CONTENT_TYPES if not _duplicate(state, source, t, value)])
         same = _duplicate(state, source, type_, value)
         if same is None:  # identical data under the same source and type returns the stored session's id
             state.extra["next"] += 1
@@ -365,8 +368,12 @@ class TakeFromList(API):
         items = state.vars[lst].value["items"]
         index = rng.choice(self._indexes(state, lst))
         item = items[index]
-        choices = ["id", "data"] + (["owner"] if isinstance(item["data"].get("owner"), str) else [])
-        what = rng.choices(choices, weights=[0.45, 0.35, 0.2][: len(choices)])[0]
+        weights = {"id": 0.45, "data": 0.35, "owner": 0.2}
+        if item["key"] in {v.value for v in state.of_type(SID)}:  # an id already held would be interchangeable
+            del weights["id"]
+        if not isinstance(item["data"].get("owner"), str):
+            del weights["owner"]
+        what = rng.choices(list(weights), weights=list(weights.values()))[0]
         if what == "id":
             out = state.produce("id", SID, item["key"], self.name)
             code = f'{out} = {lst}[{index}]["id"]'
