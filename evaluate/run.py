@@ -102,6 +102,16 @@ def generate(config: EvalConfig, tasks: list[dict]) -> dict[str, list[str | None
     return dict(replies)
 
 
+def resume_note(config: EvalConfig) -> str:
+    """What an interrupted run leaves for the next one: the generations that arrived (nothing when scoring
+    pre-generated samples; no report is written before the scoring ends)."""
+    if config.samples:
+        return "no results were written; re-run the same command to score the samples"
+    cache = run_dir(config) / "generations.jsonl"
+    n = len(GenerationCache(cache).replies) if cache.is_file() else 0
+    return f"{n} generations cached in {cache}, re-run the same command to resume"
+
+
 def run(config: EvalConfig) -> dict:
     tasks, manifest = load_tasks(config.dataset, config.revision, config.scenarios)
     if config.since:
