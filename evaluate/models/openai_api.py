@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import random
 import socket
 import urllib.request
 from urllib.parse import urlsplit
 
 from evaluate.models import Backend, BackendError, OnReply, Request, Sampling, missing_extra
+from evaluate.retry import backoff_s
 
 DEFAULT_CONCURRENCY = 32
 MAX_ATTEMPTS = 6
@@ -108,8 +108,7 @@ class OpenAIBackend(Backend):
                     ) from exc
             if attempt == self.max_attempts:
                 raise BackendError(f"{r.task_id}: giving up after {attempt} attempts: {retryable}") from retryable
-            delay = self.backoff_s * 2 ** (attempt - 1) * (0.5 + random.random() / 2)
-            await asyncio.sleep(max(delay, _retry_after(retryable)))
+            await asyncio.sleep(max(backoff_s(attempt, self.backoff_s), _retry_after(retryable)))
         raise AssertionError("unreachable")
 
 
