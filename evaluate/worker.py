@@ -41,11 +41,12 @@ import tempfile
 import time
 import traceback
 
+from evaluate import tempdirs
 from evaluate.containment import (
     CLONE_NEWNET,
     JAIL,
-    NONE,
     MB,
+    NONE,
     PR_SET_CHILD_SUBREAPER,
     PR_SET_DUMPABLE,
     PR_SET_NO_NEW_PRIVS,
@@ -62,7 +63,6 @@ from evaluate.containment import (
     reap_leftovers,
     unshare,
 )
-from evaluate import tempdirs
 from evaluate.statuses import (
     CHILD_STATUSES,
     CRASH,
