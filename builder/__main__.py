@@ -15,7 +15,7 @@ import argparse
 import sys
 
 from builder.config import BuildConfig
-from evaluate.arguments import Parser, at_least_one, positive_seconds
+from evaluate.arguments import INTERRUPTED, Parser, at_least_one, positive_seconds
 from scenarios import scenario_names
 
 
@@ -100,13 +100,20 @@ def main(argv: list[str] | None = None) -> int:
         return publish_main(argv[1:])
     config = parse_args(argv)
     from builder.dataset import DatasetError
-    from builder.pipeline import build
+    from builder.pipeline import build, translation_cache
 
     try:
         report = build(config)
     except (DatasetError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # the folder is written atomically at the very end: an interrupt leaves it as it was
+        note = f"{config.out} was left as it was"
+        if config.translator != "template":
+            note += (f"; the translation replies that arrived are cached in {translation_cache(config).parent}, "
+                     "re-run the same command to resume")
+        print(f"interrupted; {note}", file=sys.stderr)
+        return INTERRUPTED
     kept, attempts = report["kept"], report["attempts"]
     for s in config.scenarios:
         print(f"{s}: kept {kept[s]} of {attempts[s]} programs")

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import shutil
 import string
-from importlib import metadata
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,18 +19,9 @@ import pyarrow.parquet as pq
 from builder import __version__
 from cards import DATASET_CARD, template
 from evaluate.data import DATA_DIR, MANIFEST, SCHEMA, DatasetError, content_hash, file_sha256
+from evaluate.provenance import library_versions
 
 ROWS_PER_SHARD = 500
-
-
-def library_versions() -> dict:
-    versions = {"python": platform.python_version(), "stateeval": __version__}
-    for dist in ("torch", "pyarrow", "datasets", "numpy"):
-        try:
-            versions[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            versions[dist] = None
-    return versions
 
 
 def _write_shards(folder: Path, scenario: str, records: list[dict]) -> dict[str, str]:
@@ -143,7 +132,8 @@ def write_dataset(out: Path, records: dict[str, list[dict]], info: dict, report:
             "files": files,
             "content_hash": content_hash(files),
             "config": info["config"],
-            "versions": library_versions(),
+            # this builder's own version, which the installed distribution's metadata may not be (a checkout)
+            "versions": {**library_versions("torch", "pyarrow", "datasets", "numpy"), "stateeval": __version__},
         }
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         (tmp / "README.md").write_text(render_card(manifest, table1, report))

@@ -16,7 +16,6 @@ The token is the standard one: `HF_TOKEN`, else the one `hf auth login` stored (
 from __future__ import annotations
 
 import argparse
-import random
 import re
 import sys
 import time
@@ -26,6 +25,7 @@ from typing import Any, Callable
 
 from evaluate.arguments import Parser, at_least_one, positive_seconds
 from evaluate.data import DATA_DIR, MANIFEST, SCHEMA, DatasetError, load_tasks
+from evaluate.retry import backoff_s
 
 REPO_TYPE = "dataset"
 BRANCH = "main"
@@ -223,7 +223,7 @@ class Retry:
             except Exception as exc:
                 if not is_transient(exc) or attempt == self.attempts:
                     raise
-                wait = min(self.max_s, self.base_s * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
+                wait = backoff_s(attempt, self.base_s, self.max_s)
                 self.log(f"{what}: {type(exc).__name__} ({http_status(exc) or 'no response'}); "
                          f"retry {attempt}/{self.attempts - 1} in {wait:.1f} s")
                 self.sleep(wait)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evaluate.arguments import Parser, at_least_one, positive_seconds
+from evaluate.arguments import INTERRUPTED, Parser, at_least_one, positive_seconds
 from evaluate.models import ALIASES, BACKENDS, Sampling
 from evaluate.run import EvalConfig
 
@@ -84,13 +84,16 @@ def main(argv: list[str] | None = None) -> int:
     config = parse_args(argv)
     from evaluate.data import DatasetError
     from evaluate.models import BackendError, UnknownModel
-    from evaluate.run import format_table, run
+    from evaluate.run import format_table, resume_note, run
 
     try:
         report = run(config)
     except (DatasetError, UnknownModel, BackendError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # the sandbox has already stopped its workers and removed their folders
+        print(f"interrupted; {resume_note(config)}", file=sys.stderr)
+        return INTERRUPTED
     print(format_table(report["summary"]))
     print(f"wrote {report['path']}")
     print(f"kept this run as {report['run_path']}")

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import math
 
+INTERRUPTED = 130  # the exit code of a command ended by Ctrl-C, as shells report it (128 + SIGINT)
+
 
 def at_least_one(text: str) -> int:
     """A count: a whole number, 1 or more."""

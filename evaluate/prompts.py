@@ -44,8 +44,15 @@ def build_messages(task: dict, variant: str = "precise") -> list[dict]:
     ]
 
 
-_THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.S | re.I)
+_THINKING = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.S | re.I)
+_THINKING_OPENED = re.compile(r"<(think|thinking|reasoning)>", re.I)
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
+
+
+def strip_thinking(reply: str | None) -> str:
+    """A reply without the thinking sections reasoning models write before their answer (<think>, <thinking>,
+    <reasoning>): one pattern for every reader of model replies (code extraction here, the builder's agents)."""
+    return _THINKING.sub("", reply or "")
 
 
 def extract_code(reply: str | None) -> str | None:
@@ -56,8 +63,8 @@ def extract_code(reply: str | None) -> str | None:
     """
     if reply is None:
         return None
-    text = _THINK.sub("", reply)
-    if re.search(r"<(think|thinking|reasoning)>", text, re.I):
+    text = strip_thinking(reply)
+    if _THINKING_OPENED.search(text):
         return None
     blocks = _FENCE.findall(text)
     if blocks:

@@ -7,17 +7,16 @@ import hashlib
 import itertools
 import json
 import os
-import platform
-import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
-from importlib import metadata
 from pathlib import Path
 
 from evaluate.data import DatasetError, created_after, load_tasks, results_name, sample_lines
 from evaluate.models import Request, Sampling, get_backend, resolve
 from evaluate.models.cache import GenerationCache, prompt_key
+from evaluate.names import slug
 from evaluate.progress import progress
+from evaluate.provenance import library_versions
 from evaluate.prompts import build_messages, extract_code
 from evaluate.sandbox import Limits, Sandbox
 from evaluate.scoring import run_containment, score, summarize
@@ -50,12 +49,8 @@ class EvalConfig:
         return Path(self.samples).stem if self.samples else "model"
 
 
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "--", name).strip("-") or "model"
-
-
 def run_dir(config: EvalConfig) -> Path:
-    return Path(config.out) / _safe(config.model_name) / _safe(config.revision or "local")
+    return Path(config.out) / slug(config.model_name, "--") / slug(config.revision or "local", "--")
 
 
 def read_samples(path: str, task_ids: set[str]) -> dict[str, list[str | None]]:
@@ -102,6 +97,16 @@ def generate(config: EvalConfig, tasks: list[dict]) -> dict[str, list[str | None
     return dict(replies)
 
 
+def resume_note(config: EvalConfig) -> str:
+    """What an interrupted run leaves for the next one: the generations that arrived (nothing when scoring
+    pre-generated samples; no report is written before the scoring ends)."""
+    if config.samples:
+        return "no results were written; re-run the same command to score the samples"
+    cache = run_dir(config) / "generations.jsonl"
+    n = len(GenerationCache(cache).replies) if cache.is_file() else 0
+    return f"{n} generations cached in {cache}, re-run the same command to resume"
+
+
 def run(config: EvalConfig) -> dict:
     tasks, manifest = load_tasks(config.dataset, config.revision, config.scenarios)
     if config.since:
@@ -142,7 +147,7 @@ def run(config: EvalConfig) -> dict:
         "sampling": {"n_samples": n, **asdict(config.sampling)},
         # timeout_s: what re-scoring a submission of this run uses; containment: how its programs were contained
         "sandbox": {"timeout_s": config.timeout_s, "containment": containment},
-        "versions": {"python": platform.python_version(), **_versions()},
+        "versions": library_versions("stateeval", "torch", "datasets", "openai", "transformers", "vllm"),
         "evaluated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "summary": summary,
         "samples": [r.to_dict(containment) for r in results],
@@ -192,16 +197,6 @@ def write_report(out: Path, report: dict, name: str) -> tuple[Path, Path]:
     tmp.write_text(text)
     os.replace(tmp, out / name)  # a reader never sees a half-written latest report
     return kept, out / name
-
-
-def _versions() -> dict:
-    out = {}
-    for dist in ("stateeval", "torch", "datasets", "openai", "transformers", "vllm"):
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[dist] = None
-    return out
 
 
 def format_table(summary: dict) -> str:

@@ -23,13 +23,13 @@ import select
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from evaluate import tempdirs
 from evaluate.containment import PR_SET_DUMPABLE, job_uid, kill_uid, prctl
 from evaluate.progress import progress
 from evaluate.statuses import CRASH, REPLY_STATUSES
@@ -94,10 +94,12 @@ class _Worker:
     def __init__(self, limits: Limits):
         self.limits = limits
         self.uid = job_uid() if os.geteuid() == 0 else None  # the uid its jobs run as (root only)
-        self.home = tempfile.mkdtemp(prefix="stateeval-worker-")
+        self.home = tempdirs.make("worker")  # the worker keeps its files inside, and removes it if this process dies
         self.stderr = open(os.path.join(self.home, "worker.log"), "wb")
+        self._closing = threading.Lock()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "evaluate.worker", *(["--uid", str(self.uid)] if self.uid is not None else [])],
+            [sys.executable, "-m", "evaluate.worker", "--folder", self.home,
+             *(["--uid", str(self.uid)] if self.uid is not None else [])],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
             env=scrubbed_env(self.home), cwd=self.home, start_new_session=True,
         )
@@ -159,9 +161,12 @@ class _Worker:
     def close(self, kill: bool = False) -> None:
         """Stop the worker (asking it to finish first unless `kill`); if it did not end cleanly, kill its uid.
 
-        Closing twice (a crashed worker, then the whole sandbox) does nothing the second time."""
-        if self.stderr.closed:
-            return
+        Closing twice, or from two threads at once (a crashed worker, then the whole sandbox), closes it once."""
+        with self._closing:
+            if not self.stderr.closed:
+                self._close(kill)
+
+    def _close(self, kill: bool) -> None:
         if kill:
             self.proc.kill()
         try:
@@ -188,25 +193,34 @@ def _encode_case(case: dict) -> dict:
 
 
 class Sandbox:
-    """A pool of warm workers. `run_untrusted(jobs)` returns one Outcome per job, in order."""
+    """A pool of warm workers. `run_untrusted(jobs)` returns one Outcome per job, in order.
+
+    Interrupted (Ctrl-C) while it runs jobs, it kills its workers at once, starts no new one and re-raises; every
+    exit path removes the workers' folders, and a new sandbox first removes those that killed runs left behind.
+    """
 
     def __init__(self, workers: int | None = None, limits: Limits | None = None):
         if os.geteuid() != 0:
             # Jobs run as this same user: keep them out of /proc/<harness>/fd, the pipes that carry every
             # worker's verdicts. Side effects: no core dumps, and attaching a debugger to the harness needs root.
             prctl(PR_SET_DUMPABLE, 0)
+        tempdirs.sweep()
         self.size = max(1, workers or os.cpu_count() or 1)
         self.limits = limits or Limits()
         self._idle: queue.Queue[_Worker] = queue.Queue()
         self._all: list[_Worker] = []
         self._lock = threading.Lock()
+        self._stopping = threading.Event()
 
-    def _worker(self) -> _Worker:
+    def _worker(self) -> _Worker | None:
+        """An idle worker, or a new one; None once the sandbox is stopping."""
         try:
             return self._idle.get_nowait()
         except queue.Empty:
-            worker = _Worker(self.limits)
-            with self._lock:
+            with self._lock:  # so that `close` never misses a worker started while it runs
+                if self._stopping.is_set():
+                    return None
+                worker = _Worker(self.limits)
                 self._all.append(worker)
             return worker
 
@@ -215,6 +229,8 @@ class Sandbox:
             self._idle.put(worker)
 
     def run_untrusted(self, jobs: Iterable[Job], desc: str | None = None) -> list[Outcome]:
+        if self._stopping.is_set():
+            raise RuntimeError("this sandbox is closed; open a new one")
         jobs = list(jobs)
         results: list[Outcome | None] = [None] * len(jobs)
         todo: queue.Queue[int] = queue.Queue()
@@ -223,12 +239,14 @@ class Sandbox:
         bar = progress(len(jobs), desc, unit="run")
 
         def drain() -> None:
-            while True:
+            while not self._stopping.is_set():
                 try:
                     i = todo.get_nowait()
                 except queue.Empty:
                     return
                 worker = self._worker()
+                if worker is None:
+                    return
                 try:
                     results[i] = worker.run(jobs[i])
                 except Exception as exc:  # noqa: BLE001 - a harness bug must not leave a hole in the results
@@ -239,21 +257,29 @@ class Sandbox:
                 bar.update(1)
 
         threads = [threading.Thread(target=drain, daemon=True) for _ in range(min(self.size, len(jobs)))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        bar.close()
+        try:
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        except BaseException:  # KeyboardInterrupt: stop now rather than after the jobs in flight
+            self.close(kill=True)
+            raise
+        finally:
+            bar.close()
         return results  # type: ignore[return-value]
 
-    def close(self) -> None:
+    def close(self, kill: bool = False) -> None:
+        """Stop every worker (`kill`: at once, without letting a job in flight finish) and remove their folders."""
         with self._lock:
+            self._stopping.set()
             workers, self._all = self._all, []
         for w in workers:
-            w.close()
+            w.close(kill=kill)
+        tempdirs.sweep()  # the test-case folders of workers that were killed mid-job
 
     def __enter__(self) -> "Sandbox":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc) -> None:
+        self.close(kill=exc_type is not None and issubclass(exc_type, KeyboardInterrupt))

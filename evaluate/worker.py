@@ -41,11 +41,12 @@ import tempfile
 import time
 import traceback
 
+from evaluate import tempdirs
 from evaluate.containment import (
     CLONE_NEWNET,
     JAIL,
-    NONE,
     MB,
+    NONE,
     PR_SET_CHILD_SUBREAPER,
     PR_SET_DUMPABLE,
     PR_SET_NO_NEW_PRIVS,
@@ -207,9 +208,11 @@ def _read_capped(fd: int, cap: int) -> str:
 class Runner:
     """The worker's state between jobs: loaded worlds and the containment it applies to every child."""
 
-    def __init__(self, uid: int | None):
+    def __init__(self, uid: int | None, folder: str | None = None):
+        """`folder`: the harness's folder for this worker, which holds the worker's own files so that removing it
+        removes everything (None: a folder of this process's own, for use outside a sandbox)."""
         self.worlds: dict = {}
-        self.home = tempfile.mkdtemp(prefix="stateeval-worker-")
+        self.home = tempfile.mkdtemp(dir=folder) if folder else tempdirs.make("worker")
         prctl(PR_SET_DUMPABLE, 0)  # /proc/<worker>/fd, mem, environ: closed to processes of the same user
         prctl(PR_SET_CHILD_SUBREAPER, 1)  # a job's orphans come back here and are killed
         self.uid = uid if uid is not None and os.geteuid() == 0 else None
@@ -239,7 +242,7 @@ class Runner:
         case["assets"] = [dict(a, data=base64.b64decode(a["data"]), meta=json.loads(a["meta"]))
                           for a in case["assets"]]
         limits = job["limits"]
-        workdir = tempfile.mkdtemp(prefix="stateeval-case-")
+        workdir = tempdirs.make("case")  # in the shared temporary directory: the job's uid must reach it
         if self.uid is not None:
             os.chown(workdir, self.uid, self.uid)
         # Output goes to an unlinked file the worker holds: the program cannot swap it for a link or a pipe.
@@ -322,18 +325,28 @@ def _early_exit_text(wait_status: int) -> str:
 
 def main() -> None:
     uid = int(sys.argv[sys.argv.index("--uid") + 1]) if "--uid" in sys.argv else None
+    folder = sys.argv[sys.argv.index("--folder") + 1] if "--folder" in sys.argv else None
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # anything printed by imports or worlds goes to stderr, never into the protocol
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the harness decides when workers stop
-    runner = Runner(uid)
-    for line in sys.stdin:
-        job = json.loads(line)
-        try:
-            reply = runner.run_job(job)
-        except Exception as exc:  # noqa: BLE001 - report, keep serving
-            reply = {"status": CRASH, "error": f"worker error: {type(exc).__name__}: {exc}", "seconds": 0.0}
-        proto.write(json.dumps(reply) + "\n")
-    runner.close()
+    runner = Runner(uid, folder)
+    try:
+        for line in sys.stdin:  # EOF: the harness closed the pipe, or died
+            job = json.loads(line)
+            try:
+                reply = runner.run_job(job)
+            except Exception as exc:  # noqa: BLE001 - report, keep serving
+                reply = {"status": CRASH, "error": f"worker error: {type(exc).__name__}: {exc}", "seconds": 0.0}
+            try:
+                proto.write(json.dumps(reply) + "\n")
+            except BrokenPipeError:  # the harness died while the job ran
+                break
+    finally:
+        runner.close()
+        if folder:
+            # The harness removes this folder after a worker it stopped, but a harness that was killed cannot:
+            # removing it here (it is this worker's alone) leaves nothing behind either way.
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

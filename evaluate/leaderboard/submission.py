@@ -27,6 +27,7 @@ from pathlib import Path
 from evaluate.data import DatasetError, file_sha256, load_tasks, results_name, sample_lines
 from evaluate.models import Sampling
 from evaluate.models.cache import GenerationCache, prompt_key
+from evaluate.names import slug
 from evaluate.prompts import VARIANTS as PROMPT_VARIANTS
 from evaluate.prompts import build_messages
 
@@ -64,10 +65,6 @@ class Submission:
     @property
     def variant(self) -> str:
         return self.metadata.get("variant", "precise")
-
-
-def slug(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "model"
 
 
 def file_digests(folder: Path) -> dict[str, str]:

@@ -3,19 +3,24 @@
 Requests run concurrently on one event loop, at most `concurrency` at a time. Only rate limits (429) and server
 errors (5xx), plus dropped connections and timeouts, are retried, with exponential backoff and jitter; any other
 error (a bad key, an unknown model, a malformed request) stops the run with the server's message, because
-retrying it would only repeat it.
+retrying it would only repeat it. Before the first request the endpoint is probed once: one that cannot be reached
+stops the run at once with the likely cause, rather than failing a task after minutes of retries.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import random
+import socket
+import urllib.request
+from urllib.parse import urlsplit
 
 from evaluate.models import Backend, BackendError, OnReply, Request, Sampling, missing_extra
+from evaluate.retry import backoff_s
 
 DEFAULT_CONCURRENCY = 32
 MAX_ATTEMPTS = 6
+PROBE_TIMEOUT_S = 15.0
 
 
 class OpenAIBackend(Backend):
@@ -41,7 +46,23 @@ class OpenAIBackend(Backend):
             import openai
         except ImportError as exc:
             raise missing_extra("openai", "openai") from exc
+        self._probe(openai)
         return openai
+
+    def _probe(self, openai) -> None:
+        """One request before hundreds: an endpoint that cannot be reached is one error that names it and the
+        likely cause, not every task's failure after its retries. Any HTTP answer counts as reachable (not every
+        OpenAI-compatible server lists its models); the same client settings (proxies included) are used."""
+        client = openai.OpenAI(api_key=self.api_key, base_url=self.base_url, max_retries=0, timeout=PROBE_TIMEOUT_S)
+        try:
+            client.models.list()
+        except openai.APIStatusError:
+            pass
+        except openai.APIConnectionError as exc:  # timeouts included
+            url = self.base_url or str(client.base_url)
+            raise BackendError(f"cannot reach {url}: {unreachable(exc, url, openai)}") from exc
+        finally:
+            client.close()
 
     def generate(self, requests: list[Request], sampling: Sampling, on_reply: OnReply) -> None:
         self.prepare()
@@ -87,8 +108,7 @@ class OpenAIBackend(Backend):
                     ) from exc
             if attempt == self.max_attempts:
                 raise BackendError(f"{r.task_id}: giving up after {attempt} attempts: {retryable}") from retryable
-            delay = self.backoff_s * 2 ** (attempt - 1) * (0.5 + random.random() / 2)
-            await asyncio.sleep(max(delay, _retry_after(retryable)))
+            await asyncio.sleep(max(backoff_s(attempt, self.backoff_s), _retry_after(retryable)))
         raise AssertionError("unreachable")
 
 
@@ -99,3 +119,42 @@ def _retry_after(exc: Exception) -> float:
         return min(float(response.headers.get("retry-after", 0)), 60.0)
     except (AttributeError, TypeError, ValueError):
         return 0.0
+
+
+def unreachable(exc: BaseException, url: str, openai) -> str:
+    """The likely cause of a connection that failed, and what to do about it, in a few words."""
+    parts = urlsplit(url)
+    host = parts.hostname or "?"
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    causes, e = [], exc
+    while e is not None and len(causes) < 10:
+        causes.append(e)
+        e = e.__cause__ or e.__context__
+    proxy = _proxy_for(parts.scheme, host)
+    refused = any(isinstance(c, ConnectionRefusedError) for c in causes)
+    if proxy and refused:
+        return (f"the proxy {proxy} set in the environment refused the connection: fix HTTP(S)_PROXY, or add {host} "
+                "to NO_PROXY if the server needs no proxy")
+    if isinstance(exc, openai.APITimeoutError):
+        why = (f"no answer within {PROBE_TIMEOUT_S:.0f} s (a wrong host or port, a firewall, or a server too busy "
+               "to answer)")
+    elif refused:
+        why = (f"nothing is listening on {host}:{port} (connection refused): start the server, or fix the port in "
+               "--base-url")
+    elif any(isinstance(c, socket.gaierror) for c in causes):
+        why = f"the host name {host!r} does not resolve: check --base-url, or this machine's network"
+    else:
+        why = str(causes[-1]).strip() or type(causes[-1]).__name__
+    if proxy:
+        why += f"; requests go through the proxy {proxy} set in the environment (NO_PROXY={host} bypasses it)"
+    return " ".join(why.split())
+
+
+def _proxy_for(scheme: str, host: str) -> str | None:
+    """The proxy the environment sets for `scheme` and `host`, as scheme://host:port (credentials left out)."""
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(scheme) or proxies.get("all")
+    if not proxy or urllib.request.proxy_bypass(host):
+        return None
+    p = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    return f"{p.scheme}://{p.hostname}" + (f":{p.port}" if p.port else "")

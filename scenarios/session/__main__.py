@@ -29,8 +29,9 @@ def main(argv: list[str] | None = None) -> int:
                                    "version at /info, the sessions under /api/sessions/{source}/{type}.")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     s.add_argument("--port", type=int, default=18080, help="port to listen on (default 18080)")
-    s.add_argument("--db", default="session_service.sqlite3",
-                   help="SQLite database file, created when missing (default ./session_service.sqlite3)")
+    s.add_argument("--db", default=None,
+                   help="SQLite database file, created when missing (default: session_service.sqlite3 in the user's "
+                        "data folder, $XDG_DATA_HOME/stateeval or ~/.local/share/stateeval; printed at start)")
     s.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"],
                    help="uvicorn's log level (default info; debug also logs every request)")
     s.add_argument("--fd", type=int, default=None,
@@ -44,11 +45,12 @@ def main(argv: list[str] | None = None) -> int:
 
     args = p.parse_args(argv)
     if args.command == "serve":
-        from scenarios.session.server import serve
+        from scenarios.session.server import default_db, serve
 
+        db = args.db or str(default_db())
         if args.fd is None:
-            print(f"session service on http://{args.host}:{args.port} (database {args.db})", file=sys.stderr)
-        serve(args.host, args.port, args.db, args.fd, args.exit_with_parent, args.log_level)
+            print(f"session service on http://{args.host}:{args.port} (database {db})", file=sys.stderr)
+        serve(args.host, args.port, db, args.fd, args.exit_with_parent, args.log_level)
         return 0
     from scenarios.session.doc import DOC_PATH, render_api_doc
 

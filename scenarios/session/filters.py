@@ -17,7 +17,6 @@ import re
 from typing import Any, Callable
 
 Predicate = Callable[[dict], bool]
-_MISSING = object()
 
 
 class QueryError(ValueError):

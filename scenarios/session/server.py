@@ -16,7 +16,9 @@ import resource
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 START_TIMEOUT_S = 60.0  # first start imports FastAPI; a loaded 2-core machine can take several seconds
 # The service's address space: about 200 MB is what it maps when idle; the rest bounds what a program can make
@@ -30,14 +32,31 @@ OPEN_STATES = {"03", "01", "08"}
 PR_SET_PDEATHSIG = 1
 
 
-def serve(host: str = "127.0.0.1", port: int = 18080, db: str = "session_service.sqlite3", fd: int | None = None,
+DB_NAME = "session_service.sqlite3"
+
+
+def default_db() -> Path:
+    """Where a service run by hand keeps its sessions: the user's data folder, not whatever directory the command
+    happened to run in; a temporary folder when that one cannot be made (a read-only or missing home)."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    folder = Path(base) / "stateeval"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        folder = Path(tempfile.gettempdir()) / f"stateeval-session-{os.getuid()}"
+        folder.mkdir(mode=0o700, exist_ok=True)
+    return folder / DB_NAME
+
+
+def serve(host: str = "127.0.0.1", port: int = 18080, db: str | None = None, fd: int | None = None,
           exit_with_parent: bool = False, log_level: str = "info") -> None:
-    """Run the service until interrupted (or until the parent exits, with `exit_with_parent`)."""
+    """Run the service until interrupted (or until the parent exits, with `exit_with_parent`); `db` defaults to
+    `default_db()`."""
     import uvicorn
 
     from scenarios.session.app import create_app
 
-    app = create_app(db)
+    app = create_app(db or str(default_db()))
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=log_level == "debug",
                             lifespan="off", timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)

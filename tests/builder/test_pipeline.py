@@ -340,3 +340,41 @@ def test_cli_rejects_a_count_or_limit_that_cannot_work(tmp_path, option, value):
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and option in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "ds").exists()
+
+
+def test_ctrl_c_exits_130_with_one_line_and_leaves_the_folder_alone(tmp_path):
+    """Interrupted while the translation agents wait on their model: no traceback, nothing half-written."""
+    import signal
+    import threading
+    import time
+
+    from tests.evaluate.scripted_server import ScriptedServer
+
+    release = threading.Event()
+
+    def never(body):  # a model that does not answer until the test ends
+        release.wait(300)
+        return "OK"
+
+    (tmp_path / "tmp").mkdir()
+    with ScriptedServer(never) as server:
+        env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path / "tmp"))
+        proc = subprocess.Popen([sys.executable, "-m", "builder", "--scenarios", "tensor", "--n", "2", "--out", "ds",
+                                 "--translator", "openai:scripted", "--base-url", server.base_url],
+                                cwd=tmp_path, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            deadline = time.monotonic() + 300  # a safety net only: the first request comes within seconds
+            while server.count() == 0:
+                assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=120)
+        finally:
+            release.set()
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert err.splitlines()[-1].startswith("interrupted; ds was left as it was") and "re-run" in err
+    assert not (tmp_path / "ds").exists()
+    assert list((tmp_path / "tmp").iterdir()) == []

@@ -11,8 +11,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -340,3 +342,47 @@ def test_progress_in_a_log_is_whole_lines(small_dataset, tmp_path, hf_cache):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert b"\r" not in proc.stderr
     assert b"score: " in proc.stderr  # the line that says the scoring is done
+
+
+# ------------------------------------------------------------------------------ interrupted and killed runs
+
+
+def _start_sleepy_run(rows, tmp_path, hf_cache, small_dataset, timeout_s: str) -> tuple[subprocess.Popen, Path]:
+    """A run whose programs sleep, with its own TMPDIR (the workers inherit it); returns once a test case runs."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    samples = write_samples(tmp_path / "sleepy.jsonl", [{"task_id": r["task_id"], "code": "import time\n"
+                                                         "time.sleep(600)\nRESULT = None\n"} for r in rows])
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_DATASETS_CACHE=str(hf_cache), TMPDIR=str(tmp))
+    proc = subprocess.Popen([sys.executable, "-m", "evaluate", "--samples", str(samples), "--dataset",
+                             str(small_dataset), "--out", str(tmp_path / "out"), "--workers", "2",
+                             "--timeout", timeout_s], cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300  # a safety net only: a test case starts within seconds
+    while not any(p.name.startswith("stateeval-case-") for p in tmp.iterdir()):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    return proc, tmp
+
+
+def test_ctrl_c_exits_130_with_one_line_and_leaves_no_folder(rows, tmp_path, hf_cache, small_dataset):
+    proc, tmp = _start_sleepy_run(rows, tmp_path, hf_cache, small_dataset, timeout_s="600")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert err.splitlines()[-1].startswith("interrupted; ") and "re-run the same command" in err
+    assert list(tmp.iterdir()) == []  # no worker or test-case folder left behind
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_killed_run_leaves_no_folder(rows, tmp_path, hf_cache, small_dataset):
+    """kill -9 gives the harness no chance to clean up: each worker removes its folders when it finds its harness
+    gone (here, when the test case in flight times out and its verdict cannot be delivered)."""
+    proc, tmp = _start_sleepy_run(rows, tmp_path, hf_cache, small_dataset, timeout_s="1")
+    proc.kill()
+    proc.communicate()
+    deadline = time.monotonic() + 120  # a safety net only
+    while list(tmp.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert list(tmp.iterdir()) == []

@@ -92,7 +92,7 @@ def test_a_vague_run_is_submitted_from_the_command_line_and_validates(lb, tmp_pa
     ok(cli("evaluate", "--samples", lb.samples["zeta"], "--variant", "vague", "--dataset", lb.dataset_v1,
            "--revision", "v1.0.0", "--out", out, "--workers", "1"))
     run = out / "zeta" / "v1.0.0"
-    assert json.loads((run / "results_vague.json").read_text())["sandbox"] == {"timeout_s": 10.0}
+    assert json.loads((run / "results_vague.json").read_text())["sandbox"]["timeout_s"] == 10.0
     proc = ok(cli("evaluate.leaderboard", "submit", run, "--name", "Zeta vague", "--variant", "vague",
                   "--samples", lb.samples["zeta"], "--root", tmp_path / "board"))
     folder = Path(proc.stdout.split("wrote ", 1)[1].split("\n", 1)[0])

@@ -114,6 +114,36 @@ def test_openai_backend_gives_up_after_max_attempts():
     assert server.count() == 3
 
 
+def _closed_port() -> int:
+    """A loopback port nothing listens on: bound to learn a free number, then closed."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_dead_endpoint_is_named_with_its_likely_cause_before_any_request():
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    backend = OpenAIBackend("m", base_url=url, backoff_s=0.01)
+    with pytest.raises(BackendError) as err:
+        backend.prepare()
+    message = str(err.value)
+    assert "\n" not in message and url in message
+    assert "nothing is listening" in message and "giving up" not in message
+
+
+def test_evaluate_against_a_dead_endpoint_fails_fast_in_one_line(small_dataset, tmp_path):
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OPENAI_API_KEY="sk-test")
+    proc = subprocess.run([sys.executable, "-m", "evaluate", "--model", "m", "--backend", "openai", "--base-url", url,
+                           "--dataset", str(small_dataset), "--out", str(tmp_path / "out")],
+                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and url in proc.stderr and "nothing is listening" in proc.stderr
+    assert not list((tmp_path / "out").rglob("results.json"))
+
+
 # ------------------------------------------------------------------------------------- resume after a kill
 
 

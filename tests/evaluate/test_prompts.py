@@ -137,3 +137,16 @@ def test_nothing_to_run(reply):
 def test_unterminated_fence_keeps_its_code():
     # a reply cut off by max_new_tokens still carries the code written so far
     assert extract_code("```python\nv1 = x1.clone()\nRESULT = [v1]\n") == "v1 = x1.clone()\nRESULT = [v1]\n"
+
+
+@pytest.mark.parametrize("reply, answer", [
+    ("<think>a ```python\nx\n```</think>OK", "OK"),
+    ("<THINKING>\nplan\n</THINKING>\nOK", "\nOK"),
+    ("<reasoning>r</reasoning>A<think>t</think>B", "AB"),
+    ("<think>never closed", "<think>never closed"),  # extract_code treats that as no answer
+    (None, ""),
+])
+def test_one_helper_strips_thinking_for_every_reader_of_replies(reply, answer):
+    from evaluate.prompts import strip_thinking
+
+    assert strip_thinking(reply) == answer

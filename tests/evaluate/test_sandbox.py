@@ -358,3 +358,26 @@ def test_the_harness_does_not_import_the_worker():
     probe = "import sys, evaluate.sandbox, evaluate.scoring; print('evaluate.worker' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_new_sandbox_removes_folders_whose_owner_is_gone(tmp_path, monkeypatch):
+    """What a killed run left behind is removed by the next one; the folders of live processes, and folders named
+    otherwise, are not touched."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from evaluate import tempdirs
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)
+    dead = tmp_path / f"stateeval-worker-{gone.stdout.strip()}.123-abc"
+    (dead / "sub").mkdir(parents=True)
+    reused = tmp_path / f"stateeval-case-{os.getpid()}.1-abc"  # this pid, another start time: a reused pid
+    reused.mkdir()
+    mine = tempdirs.make("worker")
+    foreign = tmp_path / "stateeval-worker-notours"
+    foreign.mkdir()
+    Sandbox(workers=1).close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([os.path.basename(mine), foreign.name])

@@ -7,6 +7,7 @@ paths, the 8 types, checksum de-duplication, field queries and filter fetches, a
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -434,3 +435,33 @@ def test_a_body_over_the_cap_is_413_declared_or_streamed_and_stores_nothing(base
     # A body just under the cap is still accepted.
     ok = add(base, "portal", "main_session", {"pad": "y" * (MAX_BODY_BYTES - 100)})
     assert ok.status_code == 200
+
+
+def test_serve_keeps_its_database_in_the_user_data_folder_and_says_where(tmp_path):
+    """Run by hand, the service used to write session_service.sqlite3 into whatever directory it was started in."""
+    port = _free_port()
+    cwd, data = tmp_path / "cwd", tmp_path / "data"
+    cwd.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_DATA_HOME=str(data))
+    proc = subprocess.Popen([sys.executable, "-m", "scenarios.session", "serve", "--port", str(port),
+                             "--log-level", "warning"], cwd=cwd, env=env, text=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        first = proc.stderr.readline()
+        deadline = time.monotonic() + 60  # a safety net only
+        while True:
+            try:
+                if requests.post(f"http://127.0.0.1:{port}/api/sessions/msk_portal/main_session", json={"t": 1},
+                                 timeout=5).status_code == 200:
+                    break
+            except requests.ConnectionError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, "the service did not start"
+            time.sleep(0.1)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    expected = data / "stateeval" / "session_service.sqlite3"
+    assert first.strip().endswith(f"(database {expected})")
+    assert expected.is_file()
+    assert list(cwd.iterdir()) == []
