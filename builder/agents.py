@@ -19,6 +19,7 @@ from pathlib import Path
 
 from evaluate.models import Backend, Request, Sampling, get_backend
 from evaluate.models.cache import GenerationCache, prompt_key
+from evaluate.prompts import strip_thinking
 
 OK, IMPOSSIBLE = "OK", "IMPOSSIBLE"
 
@@ -94,7 +95,7 @@ def parse_spec(spec: str) -> tuple[str, str]:
 
 def clean_instruction(reply: str) -> str:
     """The instruction in a generator reply: thinking, fences, quotes and a leading label removed."""
-    text = re.sub(r"<(think|thinking|reasoning)>.*?</\1>", "", reply or "", flags=re.S | re.I)
+    text = strip_thinking(reply)
     text = re.sub(r"^```[^\n]*\n|```\s*$", "", text.strip())
     text = re.sub(r"^(instruction|task)\s*:\s*", "", text.strip(), flags=re.I)
     return text.strip().strip('"').strip()
@@ -102,7 +103,7 @@ def clean_instruction(reply: str) -> str:
 
 def parse_verdict(reply: str) -> str:
     """OK, IMPOSSIBLE, or the critique itself (an empty reply becomes a critique asking for a verdict)."""
-    text = re.sub(r"<(think|thinking|reasoning)>.*?</\1>", "", reply or "", flags=re.S | re.I).strip()
+    text = strip_thinking(reply).strip()
     head = re.sub(r"[^A-Za-z]", " ", text[:40]).split()
     if head and head[0].upper() == OK and len(text) <= 40:
         return OK

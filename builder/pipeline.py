@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import mean
 
-from tqdm import tqdm
-
 from builder import __version__
 from builder.config import BuildConfig, rng_for
 from builder.dataset import check_out, table1_markdown, write_dataset
@@ -29,6 +27,7 @@ from builder.program import COND, Program, generate_program
 from builder.agents import AgentTranslator
 from builder.translate import VARIANTS, TemplateTranslator
 from evaluate.data import TaskRecord, TestCase
+from evaluate.progress import progress
 from evaluate.sandbox import Job, Limits, Sandbox
 from scenarios import get_scenario
 from scenarios.base import State, canonical_json
@@ -98,7 +97,9 @@ def fuzz(config: BuildConfig, scenario_name: str, rejections: Counter) -> tuple[
     recorder = CoverageRecorder()
     api_names = [a.name for a in scenario.apis]
     drafts, curve, seen = [], [], set()
-    for i in tqdm(range(config.n), desc=f"fuzz {scenario_name}", unit="task", dynamic_ncols=True):
+    bar = progress(config.n, f"fuzz {scenario_name}", "task")
+    for i in range(config.n):
+        bar.update()
         try:
             program = generate_program(
                 scenario, rng_for(config, scenario_name, i, "fuzz"), recorder,
@@ -119,6 +120,7 @@ def fuzz(config: BuildConfig, scenario_name: str, rejections: Counter) -> tuple[
             rejections[f"{scenario_name}: too few API calls"] += 1
             continue
         drafts.append(Draft(f"{scenario_name}-{i:04d}", scenario_name, program, index=i, cases=cases))
+    bar.close()
     return drafts, curve
 
 

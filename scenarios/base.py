@@ -56,10 +56,6 @@ class Asset:
     def to_record(self) -> dict:
         return {"name": self.name, "kind": self.kind, "meta": canonical_json(self.meta), "data": self.data}
 
-    @classmethod
-    def from_record(cls, rec: dict) -> "Asset":
-        return cls(rec["name"], rec["kind"], json.loads(rec["meta"]), bytes(rec["data"]))
-
 
 @dataclass
 class Call:
