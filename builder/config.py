@@ -21,7 +21,8 @@ class BuildConfig:
     concurrency: int = 32  # translation requests in flight (openai: translators)
     workers: int | None = None  # sandbox workers for oracle capture; None = one per core
     calls_per_path: int = 5  # API calls on every path through a program (the paper uses 5)
-    branch_probability: float = 0.5
+    branches: int = 1  # most if/else splits per program; above 1 they nest (a branch splits on a later value)
+    branch_probability: float = 0.5  # chance that each split allowed by `branches` is drawn
     coverage: bool = True  # coverage-guided sampling (False: the paper's uniform ablation)
     created_at: str = ""  # YYYY-MM-DD stamped on every task; empty = today (UTC)
     timeout_s: float = 10.0  # per test case when capturing oracles
@@ -42,6 +43,9 @@ class BuildConfig:
             raise ValueError("--n must be at least 1")
         if self.calls_per_path < 2:
             raise ValueError("--calls must be at least 2 (a branch needs a call before and after it)")
+        if self.branches < 1:
+            raise ValueError("--branches must be at least 1 (the most if/else splits per program; "
+                             "--branch-probability 0 gives straight programs)")
         if self.redraws < 2:
             raise ValueError("--redraws must be at least 2 (every task carries two test inputs of fresh values)")
         if self.mutants < 0 or self.probes < 0:
