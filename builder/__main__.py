@@ -54,6 +54,9 @@ def parse_args(argv: list[str] | None = None) -> BuildConfig:
                    help=f"chance that each split allowed by --branches is made (default {d.branch_probability})")
     p.add_argument("--no-coverage", action="store_false", dest="coverage",
                    help="sample uniformly among valid calls instead of coverage guidance (the paper's ablation)")
+    p.add_argument("--recency", type=float, default=d.recency,
+                   help=f"how strongly the coverage-guided sampler prefers calls that consume results no call has "
+                        f"used yet, the newest most: deeper data flow (default {d.recency:g}; 0 = off)")
     p.add_argument("--created-at", default="", help="date stamped on tasks, YYYY-MM-DD (default: today, UTC); "
                    "pass a release's date to reproduce it byte for byte")
     p.add_argument("--timeout", type=float, default=d.timeout_s, dest="timeout_s",
@@ -87,7 +90,7 @@ def parse_args(argv: list[str] | None = None) -> BuildConfig:
             scenarios=names, n=a.n, seed=a.seed, out=a.out, translator=a.translator, workers=a.workers,
             base_url=a.base_url, max_rounds=a.max_rounds, concurrency=a.concurrency,
             calls_per_path=a.calls_per_path, branches=a.branches, branch_probability=a.branch_probability,
-            coverage=a.coverage, created_at=a.created_at, timeout_s=a.timeout_s, redraws=a.redraws,
+            coverage=a.coverage, recency=a.recency, created_at=a.created_at, timeout_s=a.timeout_s, redraws=a.redraws,
             mutants=a.mutants, probes=a.probes, fresh=a.fresh, against=a.against, ngram_share=a.ngram_share,
         )
     except ValueError as exc:

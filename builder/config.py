@@ -24,6 +24,7 @@ class BuildConfig:
     branches: int = 1  # most if/else splits per program; above 1 they nest (a branch splits on a later value)
     branch_probability: float = 0.5  # chance that each split allowed by `branches` is drawn
     coverage: bool = True  # coverage-guided sampling (False: the paper's uniform ablation)
+    recency: float = 6.0  # preference for consuming unused, recent results (builder/fuzz.py); 0 = Algorithm 1 as is
     created_at: str = ""  # YYYY-MM-DD stamped on every task; empty = today (UTC)
     timeout_s: float = 10.0  # per test case when capturing oracles
     redraws: int = 2  # test cases with freshly drawn values of the same schema, besides original and flipped
@@ -56,6 +57,8 @@ class BuildConfig:
             from builder.agents import parse_spec
 
             parse_spec(self.translator)  # a clear ValueError for a malformed spec, before any work
+        if self.recency < 0:
+            raise ValueError("--recency must be 0 or more (0 turns the preference off)")
         if not 0 <= self.branch_probability <= 1:
             raise ValueError("--branch-probability must be between 0 and 1")
         if self.fresh != bool(self.against):

@@ -103,6 +103,7 @@ def fuzz(config: BuildConfig, scenario_name: str, rejections: Counter) -> tuple[
             program = generate_program(
                 scenario, rng_for(config, scenario_name, i, "fuzz"), recorder,
                 config.calls_per_path, config.branch_probability, config.coverage, config.branches,
+                config.recency,
             )
         except NoValidCall:
             rejections[f"{scenario_name}: fuzzer found no valid call"] += 1

@@ -243,9 +243,10 @@ class _Grower:
     guided: bool
     branch_probability: float
     notes: list[str]
+    recency: float = 0.0
 
     def step(self, state: State) -> Call:
-        return step(self.scenario, state, self.recorder, self.rng, self.guided)
+        return step(self.scenario, state, self.recorder, self.rng, self.guided, self.recency)
 
     def path(self, state: State, n: int, splits: int, nested: bool = False) -> Path:
         """`n` calls on every path from `state`, with at most `splits` if/else splits among them."""
@@ -287,12 +288,15 @@ def generate_program(
     branch_probability: float = 0.5,
     guided: bool = True,
     branches: int = 1,
+    recency: float = 0.0,
 ) -> Program:
-    """A program with `calls_per_path` calls on every path and at most `branches` if/else splits."""
+    """A program with `calls_per_path` calls on every path and at most `branches` if/else splits; `recency` > 0
+    makes the sampler prefer calls that consume results no call has used yet (`builder.fuzz.step`)."""
     state = scenario.initial_state(rng)
     initial = state.branch_copy()
     notes: list[str] = []
-    root = _Grower(scenario, rng, recorder, guided, branch_probability, notes).path(state, calls_per_path, branches)
+    grower = _Grower(scenario, rng, recorder, guided, branch_probability, notes, recency)
+    root = grower.path(state, calls_per_path, branches)
     if root.split is None:
         return Program(scenario, initial, root.calls, Path([], state), notes=notes)
     top = root.split
