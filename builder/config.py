@@ -66,8 +66,14 @@ class BuildConfig:
         if not 0 <= self.ngram_share <= 1:
             raise ValueError("--ngram-share must be between 0 and 1 (0: any shared 13-gram is an overlap)")
 
+    def difficulty(self) -> dict:
+        """The tier a build belongs to: scores on different tiers measure different tasks and are never ranked
+        together. Recorded in MANIFEST.json's config and on the card."""
+        return {"calls": self.calls_per_path, "branches": self.branches,
+                "tier": f"calls-{self.calls_per_path}-branches-{self.branches}"}
+
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "difficulty": self.difficulty()}
 
 
 def rng_for(config: BuildConfig, scenario: str, index: int, purpose: str) -> random.Random:
