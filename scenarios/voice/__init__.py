@@ -199,7 +199,10 @@ class SpeechToSpeech(API):
         done = state.extra.get("converted", [])
         current = state.vars[speech].value.voice
         value = state.vars[source].value
-        names = [(None, value.voice)] if state.vars[source].type == SPEECH else [(i, v.name) for i, v in enumerate(value)]
+        if state.vars[source].type == SPEECH:
+            names = [(None, value.voice)]
+        else:
+            names = [(i, v.name) for i, v in enumerate(value)]
         return [i for i, name in names if name != current and [speech, name] not in done]
 
     def apply(self, state, inputs, rng):

@@ -263,5 +263,6 @@ def test_call_records_and_voices_of_speeches_feed_later_calls_unambiguously(prog
                     voices += 1
                     voice = values[c.inputs[1]].value.voice
                     assert voice is not None
-                    assert [values[v].value.voice or "Aria" for v in before if values[v].type == SPEECH].count(voice) == 1
+                    speeches = [values[v].value for v in before if values[v].type == SPEECH]
+                    assert [s.voice or "Aria" for s in speeches].count(voice) == 1
     assert records and voices
