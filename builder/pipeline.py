@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import json
-import random
 import re
 import time
 from collections import Counter

@@ -23,7 +23,7 @@ import random
 from pathlib import Path
 
 from scenarios.base import (
-    API, INIT, Asset, Call, Condition, Scenario, State, Var, canonical_json, iter_unique, join_names,
+    API, Asset, Call, Condition, Scenario, State, Var, canonical_json, iter_unique, join_names,
 )
 from scenarios.session import words
 from scenarios.session.filters import compile_filter
