@@ -92,3 +92,14 @@ def test_a_dead_write_is_found_and_its_task_dropped(sandbox, monkeypatch):
     config, drafts = captured("session", 20, 5, sandbox)
     rejections = Counter()
     assert len(analyse_mutants(drafts, sandbox, config, rejections)) == len(drafts), rejections
+
+
+def test_a_batch_that_fails_whole_is_run_one_by_one(sandbox, monkeypatch):
+    """A shared child that gives no verdict (killed, out of time) must not stop the build or count as kills."""
+    import builder.mutate as mutate
+
+    config, drafts = captured("tensor", 5, 11, sandbox)
+    expected = [d.mutation for d in analyse_mutants(drafts, sandbox, config, Counter())]
+    config, drafts = captured("tensor", 5, 11, sandbox)
+    monkeypatch.setattr(mutate, "_driver", lambda codes: "import os\nos._exit(3)\n")
+    assert [d.mutation for d in analyse_mutants(drafts, sandbox, config, Counter())] == expected
