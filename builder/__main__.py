@@ -48,10 +48,16 @@ def parse_args(argv: list[str] | None = None) -> BuildConfig:
     p.add_argument("--workers", type=at_least_one, default=None, help="sandbox workers for oracle capture (default: cores)")
     p.add_argument("--calls", type=int, default=d.calls_per_path, dest="calls_per_path",
                    help=f"API calls on every path through a program (default {d.calls_per_path})")
+    p.add_argument("--branches", type=int, default=d.branches,
+                   help=f"most if/else splits per program; above 1 a branch may split again on a later value, each "
+                        f"split on its own constant COND1, COND2, ... (default {d.branches}: one split on COND)")
     p.add_argument("--branch-probability", type=float, default=d.branch_probability,
-                   help=f"share of programs with an if/else split (default {d.branch_probability})")
+                   help=f"chance that each split allowed by --branches is made (default {d.branch_probability})")
     p.add_argument("--no-coverage", action="store_false", dest="coverage",
                    help="sample uniformly among valid calls instead of coverage guidance (the paper's ablation)")
+    p.add_argument("--recency", type=float, default=d.recency,
+                   help=f"how strongly the coverage-guided sampler prefers calls that consume results no call has "
+                        f"used yet, the newest most: deeper data flow (default {d.recency:g}; 0 = off)")
     p.add_argument("--created-at", default="", help="date stamped on tasks, YYYY-MM-DD (default: today, UTC); "
                    "pass a release's date to reproduce it byte for byte")
     p.add_argument("--timeout", type=positive_seconds, default=d.timeout_s, dest="timeout_s",
@@ -84,9 +90,9 @@ def parse_args(argv: list[str] | None = None) -> BuildConfig:
         return BuildConfig(
             scenarios=names, n=a.n, seed=a.seed, out=a.out, translator=a.translator, workers=a.workers,
             base_url=a.base_url, max_rounds=a.max_rounds, concurrency=a.concurrency,
-            calls_per_path=a.calls_per_path, branch_probability=a.branch_probability, coverage=a.coverage,
-            created_at=a.created_at, timeout_s=a.timeout_s, redraws=a.redraws, mutants=a.mutants, probes=a.probes,
-            fresh=a.fresh, against=a.against, ngram_share=a.ngram_share,
+            calls_per_path=a.calls_per_path, branches=a.branches, branch_probability=a.branch_probability,
+            coverage=a.coverage, recency=a.recency, created_at=a.created_at, timeout_s=a.timeout_s, redraws=a.redraws,
+            mutants=a.mutants, probes=a.probes, fresh=a.fresh, against=a.against, ngram_share=a.ngram_share,
         )
     except ValueError as exc:
         p.error(str(exc))

@@ -21,8 +21,10 @@ class BuildConfig:
     concurrency: int = 32  # translation requests in flight (openai: translators)
     workers: int | None = None  # sandbox workers for oracle capture; None = one per core
     calls_per_path: int = 5  # API calls on every path through a program (the paper uses 5)
-    branch_probability: float = 0.5
+    branches: int = 1  # most if/else splits per program; above 1 they nest (a branch splits on a later value)
+    branch_probability: float = 0.5  # chance that each split allowed by `branches` is drawn
     coverage: bool = True  # coverage-guided sampling (False: the paper's uniform ablation)
+    recency: float = 6.0  # preference for consuming unused, recent results (builder/fuzz.py); 0 = Algorithm 1 as is
     created_at: str = ""  # YYYY-MM-DD stamped on every task; empty = today (UTC)
     timeout_s: float = 10.0  # per test case when capturing oracles
     redraws: int = 2  # test cases with freshly drawn values of the same schema, besides original and flipped
@@ -42,6 +44,9 @@ class BuildConfig:
             raise ValueError("--n must be at least 1")
         if self.calls_per_path < 2:
             raise ValueError("--calls must be at least 2 (a branch needs a call before and after it)")
+        if self.branches < 1:
+            raise ValueError("--branches must be at least 1 (the most if/else splits per program; "
+                             "--branch-probability 0 gives straight programs)")
         if self.redraws < 2:
             raise ValueError("--redraws must be at least 2 (every task carries two test inputs of fresh values)")
         if self.mutants < 0 or self.probes < 0:
@@ -52,6 +57,8 @@ class BuildConfig:
             from builder.agents import parse_spec
 
             parse_spec(self.translator)  # a clear ValueError for a malformed spec, before any work
+        if self.recency < 0:
+            raise ValueError("--recency must be 0 or more (0 turns the preference off)")
         if not 0 <= self.branch_probability <= 1:
             raise ValueError("--branch-probability must be between 0 and 1")
         if self.fresh != bool(self.against):
@@ -59,8 +66,14 @@ class BuildConfig:
         if not 0 <= self.ngram_share <= 1:
             raise ValueError("--ngram-share must be between 0 and 1 (0: any shared 13-gram is an overlap)")
 
+    def difficulty(self) -> dict:
+        """The tier a build belongs to: scores on different tiers measure different tasks and are never ranked
+        together. Recorded in MANIFEST.json's config and on the card."""
+        return {"calls": self.calls_per_path, "branches": self.branches,
+                "tier": f"calls-{self.calls_per_path}-branches-{self.branches}"}
+
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "difficulty": self.difficulty()}
 
 
 def rng_for(config: BuildConfig, scenario: str, index: int, purpose: str) -> random.Random:

@@ -60,12 +60,24 @@ def render_card(manifest: dict, table1: str, report: dict | None = None) -> str:
         "builder_version": manifest["builder_version"],
         "content_hash": manifest["content_hash"],
         "translator": manifest["config"]["translator"],
+        "difficulty": difficulty_line(manifest["config"]),
         "stats_table": table1,
         "mutation_table": mutation_markdown((report or {}).get("mutation", {})),
         "fresh_note": fresh_note((report or {}).get("fresh")),
         "scenarios": ", ".join(manifest["counts"]),
     }
     return string.Template(template(DATASET_CARD)).substitute(values)
+
+
+def difficulty_line(config: dict) -> str:
+    """The card's difficulty sentence, from the build's config (MANIFEST.json)."""
+    d = config["difficulty"]
+    splits = "no if/else split" if not config["branch_probability"] else \
+        "at most one if/else split" if d["branches"] == 1 else \
+        f"at most {d['branches']} if/else splits, nested (a branch may split again on a later value)"
+    return (f"Difficulty: tier `{d['tier']}`: {d['calls']} API calls on every path through a program (`--calls "
+            f"{d['calls']}`), {splits} (`--branches {d['branches']}`), sampler recency preference "
+            f"{config['recency']:g} (`--recency`). Scores on different tiers are not comparable.")
 
 
 def mutation_markdown(summary: dict) -> str:

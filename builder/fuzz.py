@@ -7,8 +7,12 @@ programs are pushed towards pairs earlier programs never exercised:
 * a candidate call that would create a never-seen pair gets top priority (uniform among such candidates);
 * otherwise a candidate is drawn with probability proportional to 1 / (frequency of its rarest pair + EPS).
 
+`recency` > 0 adds a preference for consuming results no call has used yet, the newest most (`pull`): each
+binding's weight is multiplied by its pull, so data flows deeper (more bindings, longer chains) while fresh pairs
+still come first. `recency=0` is Algorithm 1 as the paper states it.
+
 `guided=False` is the paper's ablation: an API drawn uniformly among the callable ones, then a binding
-uniformly among its valid bindings.
+uniformly among its valid bindings (no recency preference).
 """
 
 from __future__ import annotations
@@ -17,9 +21,10 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 
-from scenarios.base import API, Call, Scenario, State
+from scenarios.base import API, INIT, Call, Scenario, State
 
 EPS = 0.01
+DECAY = 0.5  # the recency preference's discount per result made after the one consumed
 
 
 class NoValidCall(RuntimeError):
@@ -47,7 +52,22 @@ def pairs_for(state: State, api: API, binding: tuple[str, ...]) -> tuple[tuple[s
     return tuple(sorted({(state.vars[v].producer, api.name) for v in binding}))
 
 
-def step(scenario: Scenario, state: State, recorder: CoverageRecorder, rng: random.Random, guided: bool) -> Call:
+def unused_results(state: State) -> dict[str, int]:
+    """Results of calls that no call has consumed yet, with their age: how many results were made after each."""
+    made = [v for v in state.vars.values() if v.producer != INIT]
+    return {v.name: len(made) - 1 - i for i, v in enumerate(made) if not v.consumers}
+
+
+def pull(unused: dict[str, int], binding: tuple[str, ...], recency: float) -> float:
+    """How strongly the recency preference draws the sampler to a binding: 1, plus `recency` for each input that is
+    a result no call has consumed yet (`unused_results`), discounted by DECAY for every result made after it.
+    Consuming an unused result adds a binding (one call's output carried into another's input); consuming the
+    newest one deepens the chain."""
+    return 1.0 + recency * sum(DECAY ** unused[v] for v in set(binding) if v in unused)
+
+
+def step(scenario: Scenario, state: State, recorder: CoverageRecorder, rng: random.Random, guided: bool,
+         recency: float = 0.0) -> Call:
     """Choose and apply one call; updates `state` and `recorder`."""
     options = [(api, api.bindings(state)) for api in scenario.apis]
     options = [(api, bs) for api, bs in options if bs]
@@ -63,13 +83,21 @@ def step(scenario: Scenario, state: State, recorder: CoverageRecorder, rng: rand
                 groups.setdefault((api.name, pairs_for(state, api, b)), []).append(b)
         keys = list(groups)
         fresh = [k for k in keys if any(recorder.counts[p] == 0 for p in k[1])]
-        if fresh:
-            key = rng.choice(fresh)
+        if recency > 0:
+            # The same choice with each group's weight shared among its bindings and each binding's share scaled by
+            # its pull: never-seen pairs still come first, and the energy still decides between groups.
+            pool, unused = fresh or keys, unused_results(state)
+            cands = [(k, b) for k in pool for b in groups[k]]
+            weights = [(1.0 if fresh else energy(recorder, k)) / len(groups[k]) * pull(unused, b, recency)
+                       for k, b in cands]
+            key, binding = rng.choices(cands, weights=weights)[0]
         else:
-            weights = [1.0 / (min(recorder.counts[p] for p in k[1]) + EPS) for k in keys]
-            key = rng.choices(keys, weights=weights)[0]
+            if fresh:
+                key = rng.choice(fresh)
+            else:
+                key = rng.choices(keys, weights=[energy(recorder, k) for k in keys])[0]
+            binding = rng.choice(groups[key])
         api = next(a for a, _ in options if a.name == key[0])
-        binding = rng.choice(groups[key])
     else:
         api, bs = rng.choice(options)
         binding = rng.choice(bs)
@@ -78,3 +106,8 @@ def step(scenario: Scenario, state: State, recorder: CoverageRecorder, rng: rand
     call = api.apply(state, binding, rng)
     recorder.record(pairs)
     return call
+
+
+def energy(recorder: CoverageRecorder, key: tuple) -> float:
+    """A group's weight once every pair has been seen: 1 / (frequency of its rarest pair + EPS)."""
+    return 1.0 / (min(recorder.counts[p] for p in key[1]) + EPS)

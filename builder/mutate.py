@@ -92,9 +92,8 @@ def _undefined_read(tree: ast.Module, defined: set[str]) -> str:
 
 def _var_types(program: Program) -> dict[str, str]:
     types = {}
-    for path in (program.then, program.orelse):
-        if path is not None:
-            types.update({name: var.type for name, var in path.state.vars.items()})
+    for leaf in program.leaves():
+        types.update({name: var.type for name, var in leaf.path.state.vars.items()})
     return types
 
 
@@ -158,31 +157,32 @@ def _expression(stmt: ast.stmt) -> ast.expr:
 
 
 def _assigned_before(tree: ast.Module, body: tuple, i: int) -> list[str]:
-    """Names assigned before statement `i` of `body` on its own path (a then-branch is not before the else)."""
-    if body == ("body",):
-        before = tree.body[:i]
-    else:
-        _, k, branch = body
-        before = tree.body[:k] + getattr(tree.body[k], branch)[:i]
+    """Names assigned before statement `i` of `body` on its own path (a then-branch is not before the else):
+    at every level down to `body`, the statements before the `if` that leads there."""
+    before, stmts = [], tree.body
+    for k, branch in body:
+        before += stmts[:k]
+        stmts = getattr(stmts[k], branch)
+    before += stmts[:i]
     return [t.id for s in before for t in ast.walk(s) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)]
 
 
 def _statements(tree: ast.Module) -> Iterator[tuple[tuple, int, ast.stmt]]:
-    """(path to the body, index, statement) for every statement, branch bodies included."""
-    for i, stmt in enumerate(tree.body):
-        yield ("body",), i, stmt
-        if isinstance(stmt, ast.If):
-            for j, inner in enumerate(stmt.body):
-                yield ("body", i, "body"), j, inner
-            for j, inner in enumerate(stmt.orelse):
-                yield ("body", i, "orelse"), j, inner
+    """(path to the body, index, statement) for every statement, the bodies of nested ifs included. A path is
+    the (index of the if, "body" or "orelse") steps from the module down; () is the module's own body."""
+    def walk(stmts: list[ast.stmt], path: tuple) -> Iterator[tuple[tuple, int, ast.stmt]]:
+        for i, stmt in enumerate(stmts):
+            yield path, i, stmt
+            if isinstance(stmt, ast.If):
+                yield from walk(stmt.body, path + ((i, "body"),))
+                yield from walk(stmt.orelse, path + ((i, "orelse"),))
+    return walk(tree.body, ())
 
 
 def _find(tree: ast.Module, body: tuple, i: int) -> tuple[list, ast.stmt]:
-    if body == ("body",):
-        return tree.body, tree.body[i]
-    _, k, branch = body
-    stmts = getattr(tree.body[k], branch)
+    stmts = tree.body
+    for k, branch in body:
+        stmts = getattr(stmts[k], branch)
     return stmts, stmts[i]
 
 

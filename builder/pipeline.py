@@ -9,7 +9,6 @@ the slow part, runs every test case of every task through the sandbox's warm wor
 from __future__ import annotations
 
 import ast
-import json
 import re
 import time
 from collections import Counter
@@ -22,7 +21,8 @@ from builder.config import BuildConfig, rng_for
 from builder.dataset import check_out, table1_markdown, write_dataset
 from builder.fuzz import CoverageRecorder, NoValidCall
 from builder.mutate import analyse_mutants
-from builder.program import COND, Program, generate_program
+from builder.nested import NestedTemplateTranslator
+from builder.program import Assignment, Program, generate_program
 from builder.agents import AgentTranslator
 from builder.translate import VARIANTS, TemplateTranslator
 from evaluate.data import TaskRecord, TestCase
@@ -50,7 +50,7 @@ class Draft:
 
 def get_translator(config: BuildConfig):
     if config.translator == "template":
-        return TemplateTranslator()
+        return NestedTemplateTranslator()  # the template translator, which also words nested splits
     cache = translation_cache(config)
     return AgentTranslator(config.translator, cache, max_rounds=config.max_rounds, base_url=config.base_url,
                            concurrency=config.concurrency)
@@ -64,30 +64,30 @@ def translation_cache(config: BuildConfig) -> Path:
 
 
 def make_cases(program: Program, config: BuildConfig, index: int) -> list[TestCase]:
-    """The original test case, its flipped-condition twin when the else branch is alive, and `config.redraws`
-    cases of freshly drawn values (alternating the two constants), so that no single input decides a verdict."""
+    """One test case per path through the program (the original, its flipped-condition twin, or one per constant
+    assignment when splits nest; a dead else branch has none), and `config.redraws` cases of freshly drawn values
+    (cycling through those assignments), so that no single input decides a verdict."""
     decl = program.declarations()
-    flips = [False] + ([True] if program.has_branch and program.condition.flipped is not None else [])
-    cases = [_case(program, decl, "original" if not f else "flipped", f) for f in flips]
+    assignments = program.assignments()
+    cases = [_case(program, decl, a.name, a) for a in assignments]
     for k in range(config.redraws):
         state = program.scenario.redraw(decl, rng_for(config, program.scenario.name, index, f"redraw-{k}"))
-        cases.append(_case(program, state, f"redrawn-{k + 1}", flips[k % len(flips)]))
+        cases.append(_case(program, state, f"redrawn-{k + 1}", assignments[k % len(assignments)]))
     return cases
 
 
 def probe_cases(program: Program, config: BuildConfig, index: int) -> list[TestCase]:
     """More inputs of fresh values, for mutants that survive the test cases (see builder/mutate.py)."""
     decl = program.declarations()
-    flips = [False] + ([True] if program.has_branch and program.condition.flipped is not None else [])
+    assignments = program.assignments()
     return [_case(program, program.scenario.redraw(decl, rng_for(config, program.scenario.name, index, f"probe-{k}")),
-                  f"probe-{k + 1}", flips[k % len(flips)])
+                  f"probe-{k + 1}", assignments[k % len(assignments)])
             for k in range(config.probes)]
 
 
-def _case(program: Program, state: State, name: str, flipped: bool) -> TestCase:
-    constants = program.constants(flipped)
-    branch = ("else" if flipped else "then") if program.has_branch else "main"
-    return TestCase(name, branch, canonical_json(constants), program.scenario.setup_code(state, constants),
+def _case(program: Program, state: State, name: str, assignment: Assignment) -> TestCase:
+    constants = assignment.constants
+    return TestCase(name, assignment.branch, canonical_json(constants), program.scenario.setup_code(state, constants),
                     [a.to_record() for a in state.assets.values()])
 
 
@@ -102,7 +102,8 @@ def fuzz(config: BuildConfig, scenario_name: str, rejections: Counter) -> tuple[
         try:
             program = generate_program(
                 scenario, rng_for(config, scenario_name, i, "fuzz"), recorder,
-                config.calls_per_path, config.branch_probability, config.coverage,
+                config.calls_per_path, config.branch_probability, config.coverage, config.branches,
+                config.recency,
             )
         except NoValidCall:
             rejections[f"{scenario_name}: fuzzer found no valid call"] += 1
@@ -190,12 +191,12 @@ def filter_leaks(drafts: list[Draft], rejections: Counter) -> list[Draft]:
 def capture_oracles(drafts: list[Draft], sandbox: Sandbox, rejections: Counter) -> list[Draft]:
     """Run every reference twice per test case; keep tasks whose runs all succeed and agree.
 
-    A redrawn input may send a branching program down either path: which one is read off the program itself, by
-    running its prefix and returning the condition's left side (`branch_probe`).
+    A redrawn input may send a branching program down any path: which one is read off the program itself, by
+    running it with each path's RESULT replaced by the path's label (`Program.path_probe`).
     """
     jobs = [Job((d_i, c_i, run), d.scenario, d.program.reference_code(), case.to_row())
             for d_i, d in enumerate(drafts) for c_i, case in enumerate(d.cases) for run in range(2)]
-    jobs += [Job((d_i, c_i, "branch"), d.scenario, branch_probe(d.program), case.to_row())
+    jobs += [Job((d_i, c_i, "branch"), d.scenario, d.program.path_probe(), case.to_row())
              for d_i, d in enumerate(drafts) if d.program.has_branch
              for c_i, case in enumerate(d.cases) if case.name.startswith("redrawn")]
     by_key = {o.key: o for o in sandbox.run_untrusted(jobs, desc="capture oracles")}
@@ -213,8 +214,7 @@ def capture_oracles(drafts: list[Draft], sandbox: Sandbox, rejections: Counter) 
                 if probe.status != "ok":
                     failed = f"reference {probe.status} on the {case.name} input"
                     break
-                case.branch = "then" if d.program.condition.holds(probe.result[0], json.loads(case.constants)[COND]) \
-                    else "else"
+                case.branch = probe.result[0]
         if failed:
             rejections[f"{d.scenario}: {failed}"] += 1
         else:
@@ -232,11 +232,6 @@ def take_oracle(case: TestCase, first, second) -> str | None:
     case.expected_result = canonical_json(first.result)
     case.expected_state = None if first.state is None else canonical_json(first.state)
     return None
-
-
-def branch_probe(program: Program) -> str:
-    """The program up to its if/else, returning the value the condition tests."""
-    return "".join(c.code + "\n" for c in program.prefix) + f"RESULT = [{program.condition.left}]\n"
 
 
 def to_record(d: Draft, config: BuildConfig) -> dict:

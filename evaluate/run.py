@@ -139,6 +139,7 @@ def run(config: EvalConfig) -> dict:
             "content_hash": manifest["content_hash"],
             "builder_version": manifest.get("builder_version"),
             "seed": manifest.get("seed"),
+            "difficulty": _difficulty(manifest.get("config") or {}),
             "since": config.since,
             "tasks": len(tasks),
             "scenarios": sorted({t["scenario"] for t in tasks}),
@@ -160,6 +161,15 @@ def run(config: EvalConfig) -> dict:
 
         report["figures"] = [str(p) for p in plot_report(report, out)]
     return report
+
+
+def _difficulty(build: dict) -> dict:
+    """The dataset's tier (calls per path, if/else splits): scores of different tiers are never ranked together.
+    A manifest written before tiers existed had one split at most."""
+    if "difficulty" in build:
+        return build["difficulty"]
+    calls, branches = build.get("calls_per_path", 5), build.get("branches", 1)
+    return {"calls": calls, "branches": branches, "tier": f"calls-{calls}-branches-{branches}"}
 
 
 SETTINGS = ("model", "backend", "backend_options", "dataset", "variant", "sampling", "sandbox")

@@ -8,9 +8,10 @@ stored id, and queries are chosen to match. The simulation uses the service's ow
 apart. The sandbox side is `scenarios.session.world.SessionWorld`.
 
 Variables: `src*` (a source, declared in the setup block), `data*` (session data: declared, taken from a listed
-session, or a local edit), `email*` (declared, or a listed session's owner), `sessions*`/`found*` (lists from
-list and query calls), `id*` (ids from adds or taken from a list), `status*` (HTTP status of an update or
-delete; like every result no later call consumes, it goes into RESULT).
+session, read back by id, or a local edit), `email*` (declared, or a listed session's owner), `sessions*`/`found*`
+(lists from list and query calls), `id*` (ids from adds or taken from a list; an add's id is read back with
+fetch_session, which observes what the add wrote), `status*` (HTTP status of an update or delete; like every
+result no later call consumes, it goes into RESULT).
 An update or delete names its session by an id variable or by a position in a listed or queried result.
 Instructions name variables, session types, field paths and list positions, never a stored value.
 """
@@ -479,6 +480,38 @@ class EditData(API):
         return d
 
 
+class FetchSession(API):
+    """Read back one session by id: the data an add or update of this program wrote, seen by no call since.
+
+    Only such a session: data the program has already observed (through a listing, or an earlier fetch) would be
+    read again for nothing. Reading it is an observation, so an update or delete of that id is allowed after it,
+    as after a listing (see `_writable`)."""
+
+    name = "fetch_session"
+    phrases = (
+        "fetch the session {in1_} (a `{type}` session of {in0_}) by its id and keep its data as {out0_}",
+        "get the `{type}` session {in1_} of source {in0_} from the service and name its data {out0_}",
+        "read back the session {in1_} ({in0_}'s `{type}` session) and store its data (`data`) in {out0_}",
+    )
+
+    def bindings(self, state):
+        out = []
+        for ref in state.of_type(SID):
+            rec = _record(state, ref.value)
+            if rec and rec.get("unseen"):
+                out.append((_source_var(state, rec["source"]), ref.name))
+        return out
+
+    def apply(self, state, inputs, rng):
+        src, ref = inputs
+        rec = _record(state, state.vars[ref].value)
+        rec.pop("unseen", None)
+        out = state.produce("data", DATA, copy.deepcopy(rec["data"]), self.name)
+        state.consume(inputs, self.name)
+        code = f'{out} = requests.get({URL % (src, rec["type"])}/{_target_code(ref, None)}").json()["data"]'
+        return Call(self.name, [src, ref], [out], code, {"type": rec["type"]})
+
+
 class _Renaming:
     """One test input's bijection from the original values to new ones (see `SessionScenario.redraw`)."""
 
@@ -542,7 +575,7 @@ class SessionScenario(Scenario):
                   ("title", "owner", "members"), words.TITLE_SUFFIXES)
     name = "session"
     apis = (ListSessions(), AddSession(), QuerySessions(), UpdateSession(), DeleteSession(), TakeFromList(),
-            EditData())
+            EditData(), FetchSession())
     world = "scenarios.session.world:SessionWorld"
 
     def initial_state(self, rng):

@@ -2,10 +2,12 @@
 
 State machine: the setup block holds a recorded user speech (stored with the task), a text, search criteria and
 one or two phone numbers. Data flows from producers to consumers: a search result's voice names feed
-text_to_speech and speech_to_speech; speeches flow through isolate_audio, speech_to_speech and speech_to_text;
-transcripts feed text_to_speech; any speech can be played by make_outbound_call. Parameters (which voice of a
-search result, voice settings, diarization) are solved from the values in scope, which the builder computes with
-the world's own pure transforms (`scenarios.voice.tools`), so the fuzzer's idea of a value is the world's.
+text_to_speech and speech_to_speech, and so does the voice of a speech a library voice speaks (`s.voice`);
+speeches flow through isolate_audio, speech_to_speech and speech_to_text; transcripts feed text_to_speech; any
+speech can be played by make_outbound_call, and a call record stands for the speech it played (`call.speech`)
+wherever a speech goes, so no result is a dead end. Parameters (which voice of a search result, voice settings,
+diarization) are solved from the values in scope, which the builder computes with the world's own pure transforms
+(`scenarios.voice.tools`), so the fuzzer's idea of a value is the world's.
 
 The oracle is RESULT plus the lab's side effects: the speeches the tools produced and the outbound calls, with
 order ignored only where the API is order-free (see `VoiceLab.state`).
@@ -20,6 +22,7 @@ from pathlib import Path
 from scenarios.base import API, Asset, Call, Condition, Scenario, State, Var, compare_plain, join_names
 from scenarios.voice.tools import (
     CATEGORIES,
+    DEFAULT_VOICE,
     GENDERS,
     convert_voice,
     find_voice,
@@ -47,6 +50,8 @@ TAGS = {"__speech__": "speech", "__voice__": "voice", "__call__": "call record"}
 
 
 def _voice_ref(call: Call) -> str:
+    if call.args["index"] is None:  # the voice of a speech made earlier
+        return f"the voice that speaks `{call.args['voices']}`"
     return f"the {ORDINALS[call.args['index']]} voice of `{call.args['voices']}`"
 
 
@@ -88,6 +93,50 @@ def _voice_lists(state: State) -> list[str]:
     return [v.name for v in state.of_type(VOICES) if len(v.value) >= 2]
 
 
+def _voiced(state: State) -> list[str]:
+    """Speeches a call can take a voice from (`voice_name=s.voice`): those a library voice speaks whose voice no
+    other speech in scope has (nor the recording, whose `voice` None means the default voice to text_to_speech),
+    so that taking the voice of the wrong speech shows."""
+    voices = [v.value.voice or DEFAULT_VOICE for v in state.of_type(SPEECH)]
+    return [v.name for v in state.of_type(SPEECH) if v.value.voice is not None and voices.count(v.value.voice) == 1]
+
+
+def _handles(state: State) -> list[str]:
+    """What a speech tool can take: a speech, or a call record for the speech it played (`call.speech`) when no
+    other call record in scope played that speech (reading the wrong record's speech must show)."""
+    played = [state.extra["played"][v.name] for v in state.of_type(CALL)]
+    return [v.name for v in state.of_type(SPEECH, CALL)
+            if v.type == SPEECH or played.count(state.extra["played"][v.name]) == 1]
+
+
+def _played(state: State, handle: str) -> str:
+    """The speech variable behind a handle: the speech itself, or the one a call record played. Bookkeeping (what
+    was transcribed, isolated, converted or called) goes by this name, so `call.speech` repeats nothing."""
+    return state.extra["played"][handle] if state.vars[handle].type == CALL else handle
+
+
+def _speech_code(state: State, handle: str) -> str:
+    return f"{handle}.speech" if state.vars[handle].type == CALL else handle
+
+
+def _speech_args(state: State, handle: str) -> dict:
+    """What the translator needs to name a call record's speech (`played`: the record it is read from)."""
+    return {"played": handle} if state.vars[handle].type == CALL else {}
+
+
+def _name_speech(d: dict, call: Call) -> dict:
+    if call.args.get("played"):
+        d["in0_"] = f"`{call.args['played']}.speech` (the speech that `{call.args['played']}` played)"
+    return d
+
+
+def _voice_source(state: State, source: str, index: int | None) -> tuple[str, str]:
+    """(voice name, code) of a voice taken from a search result by position, or from a speech (index None)."""
+    if index is None:
+        return state.vars[source].value.voice, f"{source}.voice"
+    return state.vars[source].value[index].name, f"{source}[{index}].name"
+
+
 class TextToSpeech(API):
     name = "text_to_speech"
     phrases = (
@@ -98,22 +147,22 @@ class TextToSpeech(API):
 
     def bindings(self, state):
         texts = [v.name for v in state.of_type(TEXT, TRANSCRIPT)]
-        return [(t, v) for t in texts for v in _voice_lists(state)]
+        return [(t, v) for t in texts for v in _voice_lists(state) + _voiced(state)]
 
     def apply(self, state, inputs, rng):
         text, voices = inputs
-        index = rng.randrange(len(state.vars[voices].value))
-        voice = state.vars[voices].value[index]
+        index = None if state.vars[voices].type == SPEECH else rng.randrange(len(state.vars[voices].value))
+        voice, voice_code = _voice_source(state, voices, index)
         settings = {}
         if rng.random() < 0.6:
             for key in rng.sample(SETTINGS, rng.randint(1, 3)):
                 settings[key] = rng.choice(SETTING_VALUES)
             settings = {k: settings[k] for k in SETTINGS if k in settings}  # signature order
-        speech = synthesize(state.vars[text].value, find_voice(voice.name), **settings)
+        speech = synthesize(state.vars[text].value, find_voice(voice), **settings)
         state.consume(inputs, self.name)
         out = state.produce("s", SPEECH, speech, self.name)
         extra = "".join(f", {k}={v}" for k, v in settings.items())
-        code = f"{out} = text_to_speech({text}, voice_name={voices}[{index}].name{extra})"
+        code = f"{out} = text_to_speech({text}, voice_name={voice_code}{extra})"
         return Call(self.name, list(inputs), [out], code, {"voices": voices, "index": index, "settings": settings})
 
     def describe(self, call):
@@ -140,31 +189,39 @@ class SpeechToSpeech(API):
     )
 
     def bindings(self, state):
-        return [(s.name, v) for s in state.of_type(SPEECH) for v in _voice_lists(state)
-                if self._targets(state, s.name, v)]
+        return [(h, v) for h in _handles(state) for v in _voice_lists(state) + _voiced(state)
+                if v != _played(state, h) and self._targets(state, _played(state, h), v)]
 
     @staticmethod
-    def _targets(state, speech: str, voices: str) -> list[int]:
-        """Voices of the list that would change this speech: not its own voice, not one it was converted to."""
+    def _targets(state, speech: str, source: str) -> list[int | None]:
+        """Voices of the source (positions in a search result, or None for a speech's own voice) that would change
+        this speech: not its own voice, not one it was converted to."""
         done = state.extra.get("converted", [])
         current = state.vars[speech].value.voice
-        return [i for i, v in enumerate(state.vars[voices].value) if v.name != current and [speech, v.name] not in done]
+        value = state.vars[source].value
+        if state.vars[source].type == SPEECH:
+            names = [(None, value.voice)]
+        else:
+            names = [(i, v.name) for i, v in enumerate(value)]
+        return [i for i, name in names if name != current and [speech, name] not in done]
 
     def apply(self, state, inputs, rng):
-        speech, voices = inputs
+        handle, voices = inputs
+        speech = _played(state, handle)
         index = rng.choice(self._targets(state, speech, voices))
-        voice = state.vars[voices].value[index]
-        value = convert_voice(state.vars[speech].value, find_voice(voice.name))
+        voice, voice_code = _voice_source(state, voices, index)
+        value = convert_voice(state.vars[speech].value, find_voice(voice))
         state.consume(inputs, self.name)
-        state.extra.setdefault("converted", []).append([speech, voice.name])
+        state.extra.setdefault("converted", []).append([speech, voice])
         out = state.produce("s", SPEECH, value, self.name)
-        code = f"{out} = speech_to_speech({speech}, voice_name={voices}[{index}].name)"
-        return Call(self.name, list(inputs), [out], code, {"voices": voices, "index": index})
+        code = f"{out} = speech_to_speech({_speech_code(state, handle)}, voice_name={voice_code})"
+        return Call(self.name, list(inputs), [out], code,
+                    {"voices": voices, "index": index, **_speech_args(state, handle)})
 
     def describe(self, call):
         d = super().describe(call)
         d["voice_ref"] = _voice_ref(call)
-        return d
+        return _name_speech(d, call)
 
 
 class SpeechToText(API):
@@ -177,7 +234,8 @@ class SpeechToText(API):
 
     def bindings(self, state):
         done = state.extra.get("transcribed", [])
-        return [(s.name,) for s in state.of_type(SPEECH) if s.name not in done and self._telling(state, s.name)]
+        return [(h,) for h in _handles(state)
+                if _played(state, h) not in done and self._telling(state, _played(state, h))]
 
     @staticmethod
     def _telling(state, speech: str) -> list[bool]:
@@ -188,20 +246,21 @@ class SpeechToText(API):
         return [d for d in (False, True) if all(transcribe(o, d) != transcribe(value, d) for o in others)]
 
     def apply(self, state, inputs, rng):
-        (speech,) = inputs
+        (handle,) = inputs
+        speech = _played(state, handle)
         diarize = rng.choice(self._telling(state, speech))
         text = transcribe(state.vars[speech].value, diarize)
         state.consume(inputs, self.name)
         state.extra.setdefault("transcribed", []).append(speech)
         out = state.produce("t", TRANSCRIPT, text, self.name)
-        code = f"{out} = speech_to_text({speech}, diarize={diarize})"
-        return Call(self.name, [speech], [out], code, {"diarize": diarize})
+        code = f"{out} = speech_to_text({_speech_code(state, handle)}, diarize={diarize})"
+        return Call(self.name, [handle], [out], code, {"diarize": diarize, **_speech_args(state, handle)})
 
     def describe(self, call):
         d = super().describe(call)
         d["diarize_text"] = (" with speaker diarization (diarize=True)" if call.args["diarize"]
                              else " without diarization")
-        return d
+        return _name_speech(d, call)
 
 
 class IsolateAudio(API):
@@ -215,16 +274,21 @@ class IsolateAudio(API):
     def bindings(self, state):
         # Isolating an isolated speech, or the same speech twice, would only repeat a call.
         done = state.extra.get("isolated", [])
-        return [(s.name,) for s in state.of_type(SPEECH)
-                if s.value.operations[-1] != "isolate_audio" and s.name not in done]
+        return [(h,) for h in _handles(state) if (s := _played(state, h)) not in done
+                and state.vars[s].value.operations[-1] != "isolate_audio"]
 
     def apply(self, state, inputs, rng):
-        (speech,) = inputs
+        (handle,) = inputs
+        speech = _played(state, handle)
         value = isolate(state.vars[speech].value)
         state.consume(inputs, self.name)
         state.extra.setdefault("isolated", []).append(speech)
         out = state.produce("s", SPEECH, value, self.name)
-        return Call(self.name, [speech], [out], f"{out} = isolate_audio({speech})", {})
+        code = f"{out} = isolate_audio({_speech_code(state, handle)})"
+        return Call(self.name, [handle], [out], code, _speech_args(state, handle))
+
+    def describe(self, call):
+        return _name_speech(super().describe(call), call)
 
 
 class MakeOutboundCall(API):
@@ -237,17 +301,22 @@ class MakeOutboundCall(API):
 
     def bindings(self, state):
         done = state.extra.get("called", [])
-        return [(s.name, p.name) for s in state.of_type(SPEECH) for p in state.of_type(PHONE)
-                if [s.name, p.name] not in done]
+        return [(h, p.name) for h in _handles(state) for p in state.of_type(PHONE)
+                if [_played(state, h), p.name] not in done]
 
     def apply(self, state, inputs, rng):
-        speech, phone = inputs
+        handle, phone = inputs
+        speech = _played(state, handle)
         value = place_call(state.vars[speech].value, state.vars[phone].value)
         state.consume(inputs, self.name)
         state.extra.setdefault("called", []).append([speech, phone])
         out = state.produce("call", CALL, value, self.name)
-        code = f"{out} = make_outbound_call({speech}, to_number={phone})"
-        return Call(self.name, list(inputs), [out], code, {})
+        state.extra.setdefault("played", {})[out] = speech
+        code = f"{out} = make_outbound_call({_speech_code(state, handle)}, to_number={phone})"
+        return Call(self.name, list(inputs), [out], code, _speech_args(state, handle))
+
+    def describe(self, call):
+        return _name_speech(super().describe(call), call)
 
 
 class VoiceScenario(Scenario):

@@ -45,6 +45,31 @@ def test_every_operator_makes_mutants_and_none_equals_the_reference():
     assert set(made) == set(OPERATORS), made
 
 
+def test_statements_inside_nested_splits_are_mutated_and_scoped_to_their_own_path():
+    scenario = get_scenario("session")
+    for seed in range(40):
+        program = generate_program(scenario, random.Random(seed), CoverageRecorder(), branches=3,
+                                   branch_probability=1.0)
+        if len(program.splits()) >= 2:
+            break
+    else:
+        pytest.fail("no program with nested splits in 40 seeds")
+    tree = ast.parse(program.reference_code())
+    inner = [s for s in ast.walk(tree) if isinstance(s, ast.If) and any(isinstance(t, ast.If) for t in s.orelse + s.body)]
+    assert inner, program.reference_code()
+    deepest = [s for s in ast.walk(tree) if isinstance(s, ast.If) and not any(
+        isinstance(t, ast.If) for t in ast.walk(s) if t is not s)]
+    lines = {ast.unparse(s).strip() for s in deepest[0].body + deepest[0].orelse if not isinstance(s, ast.If)}
+    ms = mutants(program, 10_000, random.Random(0))
+    changed = {m.change.split(" -> ")[0] for m in ms}
+    assert any(line.splitlines()[0] in changed for line in lines), (lines, changed)
+    # a mutant that uses another variable only uses one assigned on its own path: none reads an undefined name
+    setup = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - _assigned_names(tree.body)
+    for m in ms:
+        if m.operator != "drop_call":
+            assert _undefined_read(ast.parse(m.code), setup) == "", m.describe()
+
+
 def test_the_cap_is_spread_over_operators_and_free_mutants_are_really_undefined():
     scenario = get_scenario("tensor")
     program = generate_program(scenario, random.Random(3), CoverageRecorder())

@@ -118,7 +118,9 @@ def test_speech_to_speech_always_changes_the_voice(programs):
             values = path.state.vars  # a branch's state holds the prefix's variables too
             for c in p.prefix + path.calls:
                 if c.api == "speech_to_speech":
-                    assert values[c.inputs[0]].value.voice != values[c.outputs[0]].value.voice
+                    source = values[c.inputs[0]]  # a speech, or a call record standing for the speech it played
+                    speech = source.value.speech if source.type == CALL else source.value
+                    assert speech.voice != values[c.outputs[0]].value.voice
 
 
 def test_instructions_name_every_variable_and_quote_no_stored_value(scenario, programs):
@@ -241,3 +243,26 @@ def test_reordering_calls_to_different_numbers_still_passes(sandbox, scenario):
     assert judge_case(scenario, case, outcomes[1]) == ("pass", "")
     status, reason = judge_case(scenario, case, outcomes[2])
     assert status == "result_error" and "outbound_calls" in reason
+
+
+def test_call_records_and_voices_of_speeches_feed_later_calls_unambiguously(programs):
+    """A call record stands for the speech it played (`call.speech`) and a speech lends its voice (`s.voice`), so
+    that no result is a dead end; each only where no other record (speech) in scope played that speech (has that
+    voice), so that reading the wrong one shows."""
+    records = voices = 0
+    for p in programs:
+        for leaf in p.leaves():
+            values = leaf.path.state.vars
+            for k, c in enumerate(leaf.calls):
+                before = {o for d in leaf.calls[:k] for o in d.outputs} | set(p.declarations().inits)
+                if f"{c.inputs[0]}.speech" in c.code:
+                    records += 1
+                    played = values[c.inputs[0]].value.speech
+                    assert [values[v].value.speech for v in before if values[v].type == CALL].count(played) == 1
+                if ".voice" in c.code:
+                    voices += 1
+                    voice = values[c.inputs[1]].value.voice
+                    assert voice is not None
+                    speeches = [values[v].value for v in before if values[v].type == SPEECH]
+                    assert [s.voice or "Aria" for s in speeches].count(voice) == 1
+    assert records and voices
