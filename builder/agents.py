@@ -17,49 +17,55 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from builder import facts
+from builder.translate import VARIANTS, Item, Translation
 from evaluate.models import Backend, Request, Sampling, get_backend
 from evaluate.models.cache import GenerationCache, prompt_key
 from evaluate.prompts import strip_thinking
 
 OK, IMPOSSIBLE = "OK", "IMPOSSIBLE"
 
+COMMON = (
+    "You write the task descriptions of a benchmark for coding assistants. Given a Python program, the setup block "
+    "that runs before it and the facts its test checks, write the instruction a developer would give an assistant. "
+    "Every fact listed must be recoverable from your text: name each setup variable as written, write each value "
+    "exactly as listed, say how each COND constant is compared, and say what RESULT holds on every path and in "
+    "which order. Never quote a value defined in the setup block. Reply with the instruction only. "
+)
 GENERATOR = {
-    "precise": (
-        "You write the task descriptions of a benchmark for coding assistants. Given a Python program and the "
-        "setup block that runs before it, write the instruction a developer would give an assistant so that the "
-        "assistant can reproduce the program exactly. The instruction must be unambiguous (every API call, its "
-        "parameters, the data flow between variables by their names, the if/else on COND if there is one, and what "
-        "RESULT holds), natural (how a developer asks a colleague, not code read aloud), and non-redundant (no "
-        "detail the reader can infer). Never quote a value defined in the setup block: refer to variables by name. "
-        "Reply with the instruction only."
+    "natural": COMMON + (
+        "Write it the way a developer asks a colleague: no numbered steps, no code read aloud, and no names for "
+        "intermediate results: refer to them by what they are (\"the convolved tensor\", \"the session you just "
+        "created\"). Several simple calls may share a sentence. Be unambiguous, natural and non-redundant."
     ),
-    "vague": (
-        "You write the task descriptions of a benchmark for coding assistants. Given a Python program and the "
-        "setup block that runs before it, write a short, high-level request: the intent and the expected outcome "
-        "only (which setup variables are used, what should be computed, what RESULT must hold, and the condition "
-        "on COND if there is one), without spelling out every call or parameter. Never quote a value defined in "
-        "the setup block: refer to variables by name. Reply with the instruction only."
+    "steps": COMMON + (
+        "Write numbered steps that dictate every call, its parameters and the name of every variable it makes, "
+        "and the if/else on COND if there is one."
+    ),
+    "vague": COMMON + (
+        "State the intent and every value, but do not name the APIs, their parameters or endpoints, and do not "
+        "spell out the order of calls where the data flow implies it: the assistant finds the mechanics in the "
+        "documentation."
     ),
 }
 
+REVIEW = (
+    "You review task descriptions for a coding benchmark. Given a setup block, a program, the facts its test "
+    "checks and an instruction, decide whether a developer who sees only the setup block, the API documentation "
+    "and the instruction would write a program that passes: every listed fact must be stated (each setup "
+    "variable, each value, the role of each COND constant, what RESULT holds on each path and in which order) and "
+    "nothing may be ambiguous. Reply with exactly OK if so, exactly IMPOSSIBLE if no instruction could describe "
+    "this program sensibly, and otherwise a short, concrete critique: what is missing, wrong, ambiguous, or "
+    "quotes a setup value. "
+)
 EVALUATOR = {
-    "precise": (
-        "You review task descriptions for a coding benchmark. Given a setup block, a program and an instruction, "
-        "decide whether a developer who sees only the setup block and the instruction would write a program with "
-        "the same calls, parameters, data flow, branch on COND and RESULT. Reply with exactly OK if so. Reply with "
-        "exactly IMPOSSIBLE if no instruction could describe this program sensibly. Otherwise reply with a short, "
-        "concrete critique: what is missing, wrong, ambiguous, redundant, or quotes a setup value."
-    ),
-    "vague": (
-        "You review high-level task descriptions for a coding benchmark. Given a setup block, a program and an "
-        "instruction, decide whether the instruction states the program's intent and expected outcome (what RESULT "
-        "holds, the condition on COND if any) correctly, without quoting setup values and without dictating every "
-        "call. Reply with exactly OK if so, exactly IMPOSSIBLE if the program has no sensible intent to state, and "
-        "otherwise a short, concrete critique."
-    ),
+    "natural": REVIEW + "It must also read as a developer's request: no numbered steps, no intermediate names.",
+    "steps": REVIEW + "It must be numbered steps that name every call, parameter and variable.",
+    "vague": REVIEW + "It must not name the APIs, their parameters or endpoints.",
 }
 
-SHOW = "Setup block:\n```python\n{setup}```\n\nProgram:\n```python\n{program}```"
+SHOW = ("Setup block:\n```python\n{setup}```\n\nProgram:\n```python\n{program}```\n\n"
+        "Facts the test checks:\n{facts}")
 REVISE = "A reviewer answered:\n{critique}\n\nRewrite the instruction to address this. Reply with the instruction only."
 
 
@@ -71,18 +77,11 @@ class Job:
     variant: str
     setup: str
     program: str
+    facts: str  # the fact list, one "- " line each
     conversation: list[dict] = field(default_factory=list)  # the generator's side
     instruction: str = ""
     rounds: int = 0
     verdict: str = ""  # OK, IMPOSSIBLE, or "" while pending / when no OK came
-    critique: str = ""
-
-
-@dataclass
-class Translation:
-    instruction: str
-    rounds: int
-    verdict: str  # "OK" when kept; otherwise the reason the task is dropped
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
@@ -138,13 +137,16 @@ class AgentTranslator:
                                   lambda r, reply: self.cache.add(r.task_id, r.task_id, 0, reply))
         return [self.cache.replies[k] for k in keys]
 
-    def translate_all(self, items: list[tuple[str, str, str]], variants=("precise", "vague")) -> dict:
-        """`items`: (task id, setup block, program). Returns {(task id, variant): Translation}."""
-        jobs = [Job(key, v, setup, program) for key, setup, program in items for v in variants]
+    def translate_all(self, items: list[Item]) -> dict[tuple[str, str], Translation]:
+        """Every variant of every task: {(task id, variant): Translation}."""
+        jobs = [Job(item.key, v, item.setup, item.program.reference_code(),
+                    "\n".join(f"- {f.describe()}" for f in facts.required(item.program)))
+                for item in items for v in VARIANTS]
+        show = lambda j: SHOW.format(setup=j.setup, program=j.program, facts=j.facts)  # noqa: E731
         for job in jobs:
             job.conversation = [
                 {"role": "system", "content": GENERATOR[job.variant]},
-                {"role": "user", "content": SHOW.format(setup=job.setup, program=job.program)},
+                {"role": "user", "content": show(job)},
             ]
         pending = list(jobs)
         try:
@@ -156,7 +158,7 @@ class AgentTranslator:
                     job.instruction = clean_instruction(reply)
                     job.conversation = job.conversation + [{"role": "assistant", "content": job.instruction}]
                 reviews = [(j, [{"role": "system", "content": EVALUATOR[j.variant]},
-                                {"role": "user", "content": SHOW.format(setup=j.setup, program=j.program)
+                                {"role": "user", "content": show(j)
                                  + f"\n\nInstruction:\n{j.instruction or '(empty)'}"}])
                            for j in pending]
                 still = []
@@ -165,7 +167,6 @@ class AgentTranslator:
                     if verdict in (OK, IMPOSSIBLE):
                         job.verdict = verdict
                     else:
-                        job.critique = verdict
                         job.conversation = job.conversation + [{"role": "user",
                                                                 "content": REVISE.format(critique=verdict)}]
                         still.append(job)

@@ -21,10 +21,10 @@ from builder.config import BuildConfig, rng_for
 from builder.dataset import check_out, table1_markdown, write_dataset
 from builder.fuzz import CoverageRecorder, NoValidCall
 from builder.mutate import analyse_mutants
-from builder.nested import NestedTemplateTranslator
 from builder.program import Assignment, Program, generate_program
 from builder.agents import AgentTranslator
-from builder.translate import VARIANTS, TemplateTranslator
+from builder import facts
+from builder.translate import VARIANTS, Item, TemplateTranslator
 from evaluate.data import TaskRecord, TestCase
 from evaluate.progress import progress
 from evaluate.sandbox import Job, Limits, Sandbox
@@ -43,14 +43,12 @@ class Draft:
     cases: list[TestCase] = field(default_factory=list)
     mutation: dict = field(default_factory=dict)
 
-    @property
-    def instruction(self) -> str:
-        return self.instructions.get("precise", "")
+    facts: list = field(default_factory=list)  # what the oracle depends on (builder/facts.py)
 
 
 def get_translator(config: BuildConfig):
     if config.translator == "template":
-        return NestedTemplateTranslator()  # the template translator, which also words nested splits
+        return TemplateTranslator()
     cache = translation_cache(config)
     return AgentTranslator(config.translator, cache, max_rounds=config.max_rounds, base_url=config.base_url,
                            concurrency=config.concurrency)
@@ -124,33 +122,47 @@ def fuzz(config: BuildConfig, scenario_name: str, rejections: Counter) -> tuple[
     return drafts, curve
 
 
-def translate(config: BuildConfig, drafts: list[Draft], rejections: Counter) -> list[Draft]:
-    """Both instruction variants for every draft; a task any variant of which is not accepted is dropped."""
-    translator = get_translator(config)
-    if isinstance(translator, TemplateTranslator):
-        for d in drafts:
-            for variant in VARIANTS:
-                purpose = "translate" if variant == "precise" else f"translate-{variant}"
-                d.instructions[variant] = translator.translate(
-                    d.program, rng_for(config, d.scenario, d.index, purpose), variant)
-                d.translation[variant] = {"rounds": 0, "verdict": "template"}
-        return drafts
-    results = translator.translate_all(
-        [(d.task_id, d.cases[0].setup_code, d.program.reference_code()) for d in drafts], VARIANTS)
+# The generator each variant's wording draws from: `steps` keeps the purpose the only variant had at first, so its
+# text is what earlier versions wrote for the same seed.
+PURPOSES = {"steps": "translate", "natural": "translate-natural", "vague": "translate-vague"}
+ACCEPTED = ("template", "OK")
+
+
+def keep(items: list, reason, rejections: Counter, scenario=lambda item: item.scenario) -> list:
+    """The items `reason(item)` finds nothing against; each other one is counted under "<scenario>: <reason>"."""
     kept = []
-    for d in drafts:
-        failed = None
+    for item in items:
+        why = reason(item)
+        if why:
+            rejections[f"{scenario(item)}: {why}"] += 1
+        else:
+            kept.append(item)
+    return kept
+
+
+def translate(config: BuildConfig, drafts: list[Draft], rejections: Counter) -> list[Draft]:
+    """Every instruction variant of every draft. A task is dropped when a variant is not accepted (an LLM
+    evaluator's verdict) or leaves out a fact its oracle depends on (`builder/facts.py`), counted by reason."""
+    items = [Item(d.task_id, d.cases[0].setup_code, d.program,
+                  {v: rng_for(config, d.scenario, d.index, PURPOSES[v]) for v in VARIANTS}) for d in drafts]
+    results = get_translator(config).translate_all(items)
+
+    def reason(d: Draft) -> str | None:
+        d.facts = facts.required(d.program)
         for variant in VARIANTS:
             t = results[(d.task_id, variant)]
             d.translation[variant] = {"rounds": t.rounds, "verdict": t.verdict}
             d.instructions[variant] = t.instruction
-            if t.verdict != "OK" and failed is None:
-                failed = f"{d.scenario}: {variant} translation: {t.verdict}"
-        if failed:
-            rejections[failed] += 1
-        else:
-            kept.append(d)
-    return kept
+            if t.verdict not in ACCEPTED:
+                return f"{variant} translation: {t.verdict}"
+            # Without the translator's own names for results (an LLM's text), RESULT's order is the evaluator's call.
+            checked = d.facts if t.refs is not None else [f for f in d.facts if f.kind != "result"]
+            lost = facts.missing(t.instruction, checked, t.refs)
+            if lost:
+                return f"{variant} translation leaves out a fact the oracle checks"
+        return None
+
+    return keep(drafts, reason, rejections)
 
 
 def leaked_values(setup_code: str, instruction: str) -> list[str]:
@@ -178,14 +190,12 @@ def leaked_values(setup_code: str, instruction: str) -> list[str]:
 
 
 def filter_leaks(drafts: list[Draft], rejections: Counter) -> list[Draft]:
-    kept = []
-    for d in drafts:
-        leaks = [x for text in d.instructions.values() for x in leaked_values(d.cases[0].setup_code, text)]
-        if leaks:
-            rejections[f"{d.scenario}: instruction quotes an initial value"] += 1
-        else:
-            kept.append(d)
-    return kept
+    def reason(d: Draft) -> str | None:
+        if any(leaked_values(d.cases[0].setup_code, text) for text in d.instructions.values()):
+            return "instruction quotes an initial value"
+        return None
+
+    return keep(drafts, reason, rejections)
 
 
 def capture_oracles(drafts: list[Draft], sandbox: Sandbox, rejections: Counter) -> list[Draft]:
@@ -239,8 +249,10 @@ def to_record(d: Draft, config: BuildConfig) -> dict:
     return TaskRecord(
         task_id=d.task_id,
         scenario=d.scenario,
-        instruction=d.instruction,
+        instruction=d.instructions["natural"],
+        instruction_steps=d.instructions["steps"],
         instruction_vague=d.instructions["vague"],
+        facts=[f.describe() for f in d.facts],
         setup_code=d.cases[0].setup_code,
         api_doc=p.scenario.api_doc(),
         reference_program=p.reference_code(),

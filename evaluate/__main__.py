@@ -19,6 +19,7 @@ import sys
 from evaluate.arguments import INTERRUPTED, Parser, at_least_one, positive_seconds
 from evaluate.models import ALIASES, BACKENDS, Sampling
 from evaluate.run import EvalConfig
+from evaluate.prompts import VARIANTS
 
 
 def parse_args(argv: list[str] | None = None) -> EvalConfig:
@@ -54,9 +55,11 @@ def parse_args(argv: list[str] | None = None) -> EvalConfig:
     t.add_argument("--dataset", default=d.dataset, help="dataset folder, or a Hub repo id (default: stateeval)")
     t.add_argument("--revision", default=None, help="dataset version (git tag on the Hub), e.g. v1.0.0")
     t.add_argument("--scenario", default=None, help="comma-separated scenarios to score (default: all splits)")
-    t.add_argument("--variant", choices=("precise", "vague"), default="precise",
-                   help="instruction shown to the model: precise (every call and parameter, default) or vague "
-                        "(intent and expected outcome; written to results_vague.json)")
+    t.add_argument("--variant", choices=tuple(VARIANTS), default="natural",
+                   help="instruction shown to the model: natural (default; as a developer asks, results referred "
+                        "to by what they are), steps (numbered steps dictating every call, parameter and name; "
+                        "the easy tier, results_steps.json) or vague (the intent and every value without API or "
+                        "parameter names; results_vague.json). Every variant states the same facts")
     t.add_argument("--limit", type=at_least_one, default=None, help="score only the first N tasks")
     t.add_argument("--since", default=None, metavar="YYYY-MM-DD",
                    help="score only tasks created after this date (e.g. a model's training cut-off; fresh splits)")

@@ -36,8 +36,10 @@ TEST_CASE = pa.struct([
 ])
 
 TRANSLATION = pa.struct([  # how each variant was accepted: rounds of negotiation and the evaluator's verdict
-    ("precise_rounds", pa.int32()),
-    ("precise_verdict", pa.string()),  # "OK" from the evaluator agent, "template" for the offline translator
+    ("natural_rounds", pa.int32()),
+    ("natural_verdict", pa.string()),  # "OK" from the evaluator agent, "template" for the offline translator
+    ("steps_rounds", pa.int32()),
+    ("steps_verdict", pa.string()),
     ("vague_rounds", pa.int32()),
     ("vague_verdict", pa.string()),
 ])
@@ -53,8 +55,10 @@ MUTATION = pa.struct([  # the build's mutation analysis of the reference (builde
 SCHEMA = pa.schema([
     ("task_id", pa.string()),
     ("scenario", pa.string()),
-    ("instruction", pa.string()),  # the precise variant: every call, parameter and data flow
-    ("instruction_vague", pa.string()),  # the vague variant: intent and expected outcome only
+    ("instruction", pa.string()),  # the natural variant (default): as a developer asks, results named by what they are
+    ("instruction_steps", pa.string()),  # numbered steps dictating every call, parameter and variable name
+    ("instruction_vague", pa.string()),  # the intent and every value, without API or parameter names
+    ("facts", pa.list_(pa.string())),  # what the oracle depends on, which every variant states (builder/facts.py)
     ("setup_code", pa.string()),
     ("api_doc", pa.string()),
     ("reference_program", pa.string()),
@@ -97,7 +101,9 @@ class TaskRecord:
     task_id: str
     scenario: str
     instruction: str
+    instruction_steps: str
     instruction_vague: str
+    facts: list[str]
     setup_code: str
     api_doc: str
     reference_program: str
@@ -265,5 +271,5 @@ def sample_lines(path: str | Path):
 
 
 def results_name(variant: str) -> str:
-    """What `python -m evaluate` calls a run's report for an instruction variant (precise: results.json)."""
-    return "results.json" if variant == "precise" else f"results_{variant}.json"
+    """What `python -m evaluate` calls a run's report for an instruction variant (natural: results.json)."""
+    return "results.json" if variant == "natural" else f"results_{variant}.json"

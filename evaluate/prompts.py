@@ -31,10 +31,17 @@ Write the Python code that continues after the setup block. Do not repeat the se
 and assign the final answer to `RESULT`. Reply with a single ```python code block."""
 
 
-VARIANTS = {"precise": "instruction", "vague": "instruction_vague"}  # variant -> the record's field
+# variant -> the record's field: natural (the default, as a developer asks), steps (every call and name dictated),
+# vague (the intent and the values; the mechanics are left to the documentation)
+VARIANTS = {"natural": "instruction", "steps": "instruction_steps", "vague": "instruction_vague"}
 
 
-def build_messages(task: dict, variant: str = "precise") -> list[dict]:
+def build_messages(task: dict, variant: str = "natural") -> list[dict]:
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown instruction variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+    if VARIANTS[variant] not in task:
+        raise ValueError(f"this dataset has no {VARIANTS[variant]!r} column (built before the {variant} variant "
+                         "existed); rebuild it with python -m builder, or pick another --variant")
     instruction = task[VARIANTS[variant]]
     return [
         {"role": "system", "content": SYSTEM},

@@ -40,7 +40,7 @@ class EvalConfig:
     backend_options: dict = field(default_factory=dict)  # base_url, concurrency, tensor_parallel_size, ...
     plot: bool = False
     since: str | None = None  # YYYY-MM-DD: score only tasks created after it (a fresh split's window)
-    variant: str = "precise"  # which instruction the model is shown: precise or vague
+    variant: str = "natural"  # which instruction the model is shown: natural, steps or vague
 
     @property
     def model_name(self) -> str:

@@ -144,7 +144,17 @@ class API(ABC):
     """One transition of the state machine."""
 
     name: str
-    phrases: Sequence[str]  # str.format templates for the translator; keys come from `describe`
+    # str.format templates for the translator, keys from `describe`, one list per instruction variant:
+    # `phrases` for `steps` (every call, parameter and output name dictated), `natural` for the default variant
+    # (as a developer asks: the call and its non-default values, no output name; later calls refer to the output
+    # by `noun`), `vague` (the intent and the values, without the API's or its parameters' names).
+    phrases: Sequence[str]
+    natural: Sequence[str] = ()
+    vague: Sequence[str] = ()
+    # How a natural or vague instruction refers to this call's outputs later ("the {nth}convolved tensor"): one
+    # noun for every output, or one per output; `{nth}` becomes "first ", "second ", ... when the API is called
+    # more than once in the program.
+    noun: str | Sequence[str] = "{nth}result"
 
     @abstractmethod
     def bindings(self, state: State) -> list[tuple[str, ...]]:
@@ -153,6 +163,14 @@ class API(ABC):
     @abstractmethod
     def apply(self, state: State, inputs: tuple[str, ...], rng: random.Random) -> Call:
         """Solve the parameters for `inputs`, emit the code, and update `state` (outputs, consumers)."""
+
+    def values(self, call: Call) -> dict[str, tuple[str, ...]]:
+        """The argument values the oracle depends on that are not the API's documented defaults, each with the
+        forms in which an instruction may state it (checked by `builder/facts.py`)."""
+        return {}
+
+    def nouns(self, call: Call) -> list[str]:
+        return [self.noun] * len(call.outputs) if isinstance(self.noun, str) else list(self.noun)
 
     def describe(self, call: Call) -> dict:
         """The values the phrase templates may use; by default the call's args and its variable names."""

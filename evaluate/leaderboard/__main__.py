@@ -48,8 +48,8 @@ def parser() -> argparse.ArgumentParser:
                    help="the run's dataset, to pick its replies and check coverage (default: as recorded)")
     s.add_argument("--root", default=str(DEFAULT_ROOT), help=f"leaderboard folder (default {DEFAULT_ROOT})")
     s.add_argument("--force", action="store_true", help="replace an existing submission folder")
-    s.add_argument("--variant", choices=VARIANTS, default="precise",
-                   help="which instructions the run was scored on (evaluate's --variant; default precise)")
+    s.add_argument("--variant", choices=VARIANTS, default="natural",
+                   help="which instructions the run was scored on (evaluate's --variant; default natural)")
 
     v = sub.add_parser("validate", help="re-score a submission in the sandbox and compare",
                        description="Check coverage and the dataset content hash, re-score the submitted "

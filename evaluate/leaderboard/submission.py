@@ -64,7 +64,7 @@ class Submission:
 
     @property
     def variant(self) -> str:
-        return self.metadata.get("variant", "precise")
+        return self.metadata.get("variant", "natural")
 
 
 def file_digests(folder: Path) -> dict[str, str]:
@@ -139,7 +139,7 @@ def expected_keys(results: dict, tasks: list[dict]) -> dict[tuple[str, int], str
     """The generation-cache key of every (task, sample) the run asked for, recomputed as `evaluate.run` does."""
     sampling = run_sampling(results)
     n = int(results["sampling"].get("n_samples", 1))
-    variant = results.get("variant", "precise")
+    variant = results.get("variant", "natural")
     keys = {}
     for t in tasks:
         messages = build_messages(t, variant)
@@ -208,7 +208,7 @@ def _samples_generations(samples: Path, results: dict) -> list[dict]:
 def submit(run_dir: str | Path, name: str, org: str | None = None, params: str | None = None,
            weights: str = "unknown", link: str | None = None, dataset_version: str | None = None,
            samples: str | Path | None = None, dataset: str | None = None, root: str | Path = DEFAULT_ROOT,
-           force: bool = False, variant: str = "precise") -> Path:
+           force: bool = False, variant: str = "natural") -> Path:
     """Package a run as `<root>/submissions/<model>_<date>/`; returns that folder."""
     run_dir = Path(run_dir)
     if variant not in VARIANTS:
@@ -219,7 +219,7 @@ def submit(run_dir: str | Path, name: str, org: str | None = None, params: str |
         raise SubmissionError(f"{report_path} is missing" + (f"; the run folder has {', '.join(others)} (pick it "
                               "with --variant)" if others else ": is this a python -m evaluate run folder?"))
     results = read_results(report_path)
-    if results.get("variant", "precise") != variant:
+    if results.get("variant", "natural") != variant:
         raise SubmissionError(f"{report_path} was scored with --variant {results.get('variant')}, not {variant}")
     ds = results["dataset"]
     revision = ds.get("revision")

@@ -136,9 +136,9 @@ def _validate(sub: Submission, dataset: str, sandbox, timeout_s, workers, report
                                f"revision {rds['revision']!r}")
     if meta.get("model") != results["model"] or meta.get("sampling") != results["sampling"]:
         report.problems.append(f"{METADATA} and {RESULTS} disagree on the model or the sampling parameters")
-    if sub.variant != results.get("variant", "precise"):
+    if sub.variant != results.get("variant", "natural"):
         report.problems.append(f"{METADATA} names the {sub.variant!r} instructions, {RESULTS} was scored on "
-                               f"{results.get('variant', 'precise')!r}")
+                               f"{results.get('variant', 'natural')!r}")
     if report.problems:
         return
 

@@ -23,6 +23,7 @@ RTOL = 1e-4  # the tolerance stated in the API documentation
 ATOL = 1e-4
 
 TENSOR, WEIGHT = "tensor", "weight"
+ORDINALS = ("first", "second", "third")
 
 
 def _shape(state: State, name: str) -> tuple[int, ...]:
@@ -60,6 +61,18 @@ class Cat(API):
         "join {in0_} and {in1_} (in that order) on dim {dim} to get {out0_}",
         "stack {in0_} and {in1_} end to end along dimension {dim}; call the result {out0_}",
     )
+    natural = (
+        "concatenate {in0_} and {in1_} along dimension {dim}",
+        "join {in0_} and {in1_}, in that order, along dim {dim}",
+    )
+    vague = (
+        "glue {in1_} onto the end of {in0_} along axis {dim}",
+        "put {in0_} and {in1_} one after the other along axis {dim}",
+    )
+    noun = "{nth}concatenated tensor"
+
+    def values(self, call):
+        return {"dim": (str(call.args["dim"]),)}
 
     @staticmethod
     def _dims(a: tuple[int, ...], b: tuple[int, ...]) -> list[int]:
@@ -93,6 +106,20 @@ class Split(API):
         "cut {in0_} on dim {dim} into chunks of {sizes} elements and unpack them as {outs}",
         "break {in0_} into parts of sizes {sizes} along dimension {dim}; call the parts {outs}",
     )
+    natural = (
+        "split {in0_} along dimension {dim} into pieces of sizes {sizes}",
+        "cut {in0_} into chunks of sizes {sizes} along dim {dim}",
+    )
+    vague = (
+        "cut {in0_} along axis {dim} into consecutive parts of {sizes} elements",
+        "divide {in0_} along axis {dim} into consecutive blocks of sizes {sizes}",
+    )
+
+    def nouns(self, call):
+        return [f"{ORDINALS[k]} piece of the {{nth}}split" for k in range(len(call.outputs))]
+
+    def values(self, call):
+        return {"dim": (str(call.args["dim"]),), "sizes": (str(call.args["sizes"]),)}
 
     def bindings(self, state):
         return [(v.name,) for v in state.of_type(TENSOR) if any(s >= 2 for s in v.value)]
@@ -122,6 +149,12 @@ class Transpose(API):
         "transpose {in0_}, exchanging dims {dim0} and {dim1}, and call it {out0_}",
         "exchange axes {dim0} and {dim1} of {in0_}; name the result {out0_}",
     )
+    natural = ("swap dimensions {dim0} and {dim1} of {in0_}", "transpose dims {dim0} and {dim1} of {in0_}")
+    vague = ("exchange axes {dim0} and {dim1} of {in0_}", "let axes {dim0} and {dim1} of {in0_} trade places")
+    noun = "{nth}transposed tensor"
+
+    def values(self, call):
+        return {"dim0": (str(call.args["dim0"]),), "dim1": (str(call.args["dim1"]),)}
 
     def bindings(self, state):
         return [(v.name,) for v in state.of_type(TENSOR) if any(s > 1 for s in v.value)]
@@ -143,6 +176,15 @@ class Permute(API):
         "permute {in0_} so that its dimensions come in the order {dims}, naming the result {out0_}",
         "rearrange the axes of {in0_} into the order {dims}; call it {out0_}",
     )
+    natural = (
+        "permute the dimensions of {in0_} into the order {dims}",
+        "reorder the dimensions of {in0_} as {dims}",
+    )
+    vague = ("rearrange the axes of {in0_} into the order {dims}", "lay out the axes of {in0_} in the order {dims}")
+    noun = "{nth}permuted tensor"
+
+    def values(self, call):
+        return {"dims": (call.args["dims"],)}
 
     @staticmethod
     def _moves_data(shape: tuple[int, ...], perm: list[int]) -> bool:
@@ -171,6 +213,15 @@ class Linear(API):
         "run {in0_} through F.linear using the weight {weight}{bias_text}; call the output {out0_}",
         "compute the linear transform of {in0_} with weight matrix {weight}{bias_text} and name it {out0_}",
     )
+    natural = (
+        "apply a linear layer to {in0_} with weight {weight}{bias_text}",
+        "pass {in0_} through a linear layer (weight {weight}{bias_text})",
+    )
+    vague = (
+        "feed {in0_} through a fully connected layer whose weight matrix is {weight}{bias_vague}",
+        "map the last axis of {in0_} through the fully connected weights {weight}{bias_vague}",
+    )
+    noun = "{nth}linear output"
 
     def bindings(self, state):
         return [(v.name,) for v in state.of_type(TENSOR)]
@@ -190,6 +241,7 @@ class Linear(API):
         d = super().describe(call)
         d["weight"] = f"`{call.args['weight']}`"
         d["bias_text"] = f" and bias `{call.args['bias']}`" if call.args["bias"] else " and no bias"
+        d["bias_vague"] = f" (bias `{call.args['bias']}`)" if call.args["bias"] else " (no bias)"
         return d
 
 
@@ -200,6 +252,21 @@ class Conv2d(API):
         "apply F.conv2d to {in0_} with weight {weight}{bias_text} ({opts}); call the result {out0_}",
         "run a 2-D convolution over {in0_} with filters {weight}{bias_text} and {opts} to get {out0_}",
     )
+    natural = (
+        "convolve {in0_} with the kernel {weight}{bias_text}{opts_natural}",
+        "run a 2-D convolution over {in0_} with the filters {weight}{bias_text}{opts_natural}",
+    )
+    vague = ("slide the filters {weight}{bias_vague} over {in0_}{opts_vague}",)
+    noun = "{nth}convolved tensor"
+    DEFAULTS = {"stride": 1, "padding": 0, "dilation": 1}  # F.conv2d's, as the documentation states them
+
+    def values(self, call):
+        out = {}
+        for key, default in self.DEFAULTS.items():
+            value = call.args[key]
+            if value != default:
+                out[key] = (f"'{value}'", f'"{value}"') if isinstance(value, str) else (str(value),)
+        return out
 
     @staticmethod
     def out_size(n: int, k: int, stride: int, padding, dilation: int) -> int:
@@ -252,8 +319,20 @@ class Conv2d(API):
         a = call.args
         d["weight"] = f"`{a['weight']}`"
         d["bias_text"] = f" and bias `{a['bias']}`" if a["bias"] else " and no bias"
+        d["bias_vague"] = f" (bias `{a['bias']}`)" if a["bias"] else " (no bias)"
         pad = f"padding '{a['padding']}'" if isinstance(a["padding"], str) else f"padding {a['padding']}"
         d["opts"] = f"stride {a['stride']}, {pad} and dilation {a['dilation']}"
+        stated = self.values(call)
+        natural = [f"stride {a['stride']}" * ("stride" in stated), pad * ("padding" in stated),
+                   f"dilation {a['dilation']}" * ("dilation" in stated)]
+        natural = [t for t in natural if t]
+        d["opts_natural"] = f", using {' and '.join(natural)}" if natural else ""
+        vague = [f"moving {a['stride']} positions at a time" * ("stride" in stated),
+                 (f"zero-padding every side by {a['padding']}" if isinstance(a["padding"], int) else
+                  "padding so that the output keeps the input's height and width ('same')") * ("padding" in stated),
+                 f"with kernel taps spaced {a['dilation']} apart" * ("dilation" in stated)]
+        vague = [t for t in vague if t]
+        d["opts_vague"] = (", " + ", ".join(vague)) if vague else " (one position at a time, no zero-padding)"
         return d
 
 
