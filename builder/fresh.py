@@ -10,7 +10,7 @@ build report like every other rejection, when it overlaps a previous task by
 * **call sequence** — on any path through the program (the straight program, or prefix + one branch), the API
   calls in order with their arguments, variables renamed canonically along that path: a straight program that
   repeats one branch of an earlier if/else overlaps it, whatever its RESULT line;
-* **instruction 13-grams** — word-level, lowercased 13-grams of every instruction variant (precise and vague). An
+* **instruction 13-grams** — word-level, lowercased 13-grams of every instruction variant (natural, steps and vague). An
   instruction overlaps when its normalised text equals a previous one, or when at least `ngram_share` (default
   half) of its *distinctive* 13-grams occur in a previous release; a 13-gram that two or more previous tasks
   share is the translator's wording (the setup sentence, "Use the name `COND` in the condition ..."), not any
@@ -18,9 +18,9 @@ build report like every other rejection, when it overlaps a previous task by
 
   Why not the literal rule by default: the template translator words each call from a short phrase list over
   canonical variable names, so an independently seeded 3 x 60 build shares at least one 13-gram with the
-  previous one in all 180 of its tasks (178 on the precise variant alone): it would measure the template, not
+  previous one in all 180 of its tasks (178 on the steps variant alone): it would measure the template, not
   contamination. The share rule is the PaLM-style criterion (a sample is contaminated when most of its n-grams
-  were seen). Measured on two independently seeded 3 x 60 builds: precise instructions share at most 38% of
+  were seen). Measured on two independently seeded 3 x 60 builds: steps instructions share at most 38% of
   their distinctive 13-grams with the other build (none reaches half); the terser vague variants reach half in
   10 of the 120 session and voice tasks, which are dropped; a copied task shares 100%.
 """

@@ -84,6 +84,13 @@ class Translation(NamedTuple):
     refs: dict[str, str] | None = None  # how the text names each variable, when the translator knows it
 
 
+def ordinal(n: int) -> str:
+    """first, second, ... tenth, 11th, 12th, ... 21st, ..."""
+    if n <= len(ORDINALS):
+        return ORDINALS[n - 1]
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
 def _label(k: int) -> str:
     """a, b, ..., z, aa, ab, ... for the steps inside a branch."""
     return (_label(k // 26 - 1) if k >= 26 else "") + chr(ord("a") + k % 26)
@@ -119,7 +126,7 @@ def _names_rule(program: Program) -> str:
     return f"Use the names {join_names(names)} in the conditions, not their current values."
 
 
-def references(program: Program) -> dict[str, str]:
+def references(program: Program, variant: str = "natural") -> dict[str, str]:
     """How natural and vague texts name each output: "the " + its API's noun, with an ordinal when the API is
     called more than once in the program (counted along each path, so each side of a split counts on from the
     calls before it)."""
@@ -131,8 +138,9 @@ def references(program: Program) -> dict[str, str]:
         counts = dict(counts)
         for call in path.calls:
             counts[call.api] = counts.get(call.api, 0) + 1
-            nth = f"{ORDINALS[counts[call.api] - 1]} " if call.api in repeated else ""
-            for out, noun in zip(call.outputs, apis[call.api].nouns(call)):
+            nth = f"{ordinal(counts[call.api])} " if call.api in repeated else ""
+            api = apis[call.api]
+            for out, noun in zip(call.outputs, api.vague_nouns(call) if variant == "vague" else api.nouns(call)):
                 refs[out] = "the " + noun.format(nth=nth)
         if path.split:
             walk(path.split.then, counts)
@@ -158,7 +166,7 @@ class TemplateTranslator:
             return Rendered(self._steps(program, rng), {v: v for c in program.all_calls for v in c.outputs})
         if variant not in VARIANTS:
             raise ValueError(f"unknown instruction variant {variant!r}; choose one of {', '.join(VARIANTS)}")
-        refs = references(program)
+        refs = references(program, variant)
         return Rendered(self._prose(program, rng, variant, refs), refs)
 
     # ------------------------------------------------------------------------------------- natural and vague
@@ -176,14 +184,15 @@ class TemplateTranslator:
             templates = api.natural if variant == "natural" else api.vague
             return named(rng.choice(templates).format(**api.describe(call)))
 
-        def sentences(calls: list[Call], first: bool) -> list[str]:
+        def sentences(calls: list[Call], leads: tuple[str, ...]) -> list[str]:
+            """The calls in sentences of one or two; `leads` opens the first (a side's first has none)."""
             out, k = [], 0
             while k < len(calls):
                 text = clause(calls[k])
                 if k + 1 < len(calls) and ";" not in text and rng.random() < 0.5:
                     k += 1
                     text += rng.choice(JOINERS) + clause(calls[k])
-                lead = rng.choice(PROSE_OPENERS if first and not out else PROSE_CONNECTORS)
+                lead = rng.choice(leads if not out else PROSE_CONNECTORS)
                 out.append(_sentence(f"{lead} {text}" if lead else text))
                 k += 1
             return out
@@ -199,19 +208,19 @@ class TemplateTranslator:
 
         lines = [scenario.describe_init(program.declarations())]
 
-        def side(path: Path, pad: str, first: bool) -> None:
-            body = sentences(path.calls, first)
+        def side(path: Path, pad: str, leads: tuple[str, ...]) -> None:
+            body = sentences(path.calls, leads)
             if path.split is None:
                 lines.append(pad + " ".join(body + [result(path)]))
                 return
             if body:
                 lines.append(pad + " ".join(body))
             lines.append(pad + _sentence(f"If {named(_condition(path.split))}:"))
-            side(path.split.then, pad + "   ", False)
+            side(path.split.then, pad + "   ", ("",))
             lines.append(pad + "Otherwise:")
-            side(path.split.orelse, pad + "   ", False)
+            side(path.split.orelse, pad + "   ", ("",))
 
-        side(program.root(), "", True)
+        side(program.root(), "", PROSE_OPENERS)
         if program.splits():
             lines.append(_names_rule(program))
         return "\n".join(lines)

@@ -155,6 +155,7 @@ class API(ABC):
     # noun for every output, or one per output; `{nth}` becomes "first ", "second ", ... when the API is called
     # more than once in the program.
     noun: str | Sequence[str] = "{nth}result"
+    vague_noun: str | Sequence[str] | None = None  # the same for the vague variant, when `noun` names the API
 
     @abstractmethod
     def bindings(self, state: State) -> list[tuple[str, ...]]:
@@ -171,6 +172,11 @@ class API(ABC):
 
     def nouns(self, call: Call) -> list[str]:
         return [self.noun] * len(call.outputs) if isinstance(self.noun, str) else list(self.noun)
+
+    def vague_nouns(self, call: Call) -> list[str]:
+        if self.vague_noun is None:
+            return self.nouns(call)
+        return [self.vague_noun] * len(call.outputs) if isinstance(self.vague_noun, str) else list(self.vague_noun)
 
     def describe(self, call: Call) -> dict:
         """The values the phrase templates may use; by default the call's args and its variable names."""

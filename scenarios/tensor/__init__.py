@@ -70,6 +70,7 @@ class Cat(API):
         "put {in0_} and {in1_} one after the other along axis {dim}",
     )
     noun = "{nth}concatenated tensor"
+    vague_noun = "{nth}joined tensor"
 
     def values(self, call):
         return {"dim": (str(call.args["dim"]),)}
@@ -118,6 +119,9 @@ class Split(API):
     def nouns(self, call):
         return [f"{ORDINALS[k]} piece of the {{nth}}split" for k in range(len(call.outputs))]
 
+    def vague_nouns(self, call):
+        return [f"{ORDINALS[k]} part of the {{nth}}cut tensor" for k in range(len(call.outputs))]
+
     def values(self, call):
         return {"dim": (str(call.args["dim"]),), "sizes": (str(call.args["sizes"]),)}
 
@@ -152,6 +156,7 @@ class Transpose(API):
     natural = ("swap dimensions {dim0} and {dim1} of {in0_}", "transpose dims {dim0} and {dim1} of {in0_}")
     vague = ("exchange axes {dim0} and {dim1} of {in0_}", "let axes {dim0} and {dim1} of {in0_} trade places")
     noun = "{nth}transposed tensor"
+    vague_noun = "{nth}tensor with exchanged axes"
 
     def values(self, call):
         return {"dim0": (str(call.args["dim0"]),), "dim1": (str(call.args["dim1"]),)}
@@ -182,6 +187,7 @@ class Permute(API):
     )
     vague = ("rearrange the axes of {in0_} into the order {dims}", "lay out the axes of {in0_} in the order {dims}")
     noun = "{nth}permuted tensor"
+    vague_noun = "{nth}rearranged tensor"
 
     def values(self, call):
         return {"dims": (call.args["dims"],)}
@@ -222,6 +228,7 @@ class Linear(API):
         "map the last axis of {in0_} through the fully connected weights {weight}{bias_vague}",
     )
     noun = "{nth}linear output"
+    vague_noun = "{nth}fully connected output"
 
     def bindings(self, state):
         return [(v.name,) for v in state.of_type(TENSOR)]
@@ -258,6 +265,7 @@ class Conv2d(API):
     )
     vague = ("slide the filters {weight}{bias_vague} over {in0_}{opts_vague}",)
     noun = "{nth}convolved tensor"
+    vague_noun = "{nth}filtered tensor"
     DEFAULTS = {"stride": 1, "padding": 0, "dilation": 1}  # F.conv2d's, as the documentation states them
 
     def values(self, call):

@@ -6,15 +6,31 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import random
+
 import pyarrow.parquet as pq
 import pytest
+
+from builder import facts
+from builder.fuzz import CoverageRecorder
+from builder.program import generate_program
+from builder.translate import VARIANTS, Item
+from scenarios import get_scenario
 
 from builder.agents import EVALUATOR, GENERATOR, AgentTranslator, clean_instruction, parse_spec, parse_verdict
 from builder.config import BuildConfig
 from builder.pipeline import build, filter_leaks, fuzz, leaked_values, translate
 from tests.evaluate.scripted_server import ScriptedServer
 
-ITEMS = [("t-1", "x = load()\n", "y = f(x)\nRESULT = [y]\n"), ("t-2", "a = load()\n", "b = g(a)\nRESULT = [b]\n")]
+def _items() -> list[Item]:
+    """Two real tensor programs; each setup block is tagged with its task id so the scripted server can tell them
+    apart."""
+    scenario, recorder = get_scenario("tensor"), CoverageRecorder()
+    programs = [generate_program(scenario, random.Random(seed), recorder) for seed in (1, 2)]
+    return [Item(f"t-{k}", f"# t-{k}\n", p, {}) for k, p in enumerate(programs, 1)]
+
+
+ITEMS = _items()
 
 
 def is_review(body: dict) -> bool:
@@ -22,7 +38,7 @@ def is_review(body: dict) -> bool:
 
 
 def task_of(body: dict) -> str:
-    return "t-1" if "f(x)" in body["messages"][1]["content"] else "t-2"
+    return "t-1" if "# t-1\n" in body["messages"][1]["content"] else "t-2"
 
 
 def agents(server, tmp_path, **kw) -> AgentTranslator:
@@ -36,12 +52,16 @@ def test_ok_at_once_keeps_the_generators_instruction(tmp_path):
 
     with ScriptedServer(reply) as server:
         out = agents(server, tmp_path).translate_all(ITEMS)
-    assert out[("t-1", "precise")].verdict == "OK" and out[("t-1", "precise")].rounds == 1
+    assert out[("t-1", "natural")].verdict == "OK" and out[("t-1", "natural")].rounds == 1
     assert out[("t-2", "vague")].instruction == "Apply the API to the input (t-2)."  # the label is stripped
-    # two variants x two tasks, one generator and one evaluator request each
-    assert server.count() == 8
+    # three variants x two tasks, one generator and one evaluator request each
+    assert server.count() == 12
     systems = Counter(b["messages"][0]["content"] for b in server.requests)
-    assert systems[GENERATOR["precise"]] == 2 and systems[GENERATOR["vague"]] == 2
+    assert all(systems[GENERATOR[v]] == 2 for v in VARIANTS)
+    # both agents are handed the facts the oracle depends on
+    program = ITEMS[0].program
+    assert all(f"- {f.describe()}" in b["messages"][1]["content"] for f in facts.required(program)
+               for b in server.requests if task_of(b) == "t-1")
 
 
 def test_a_critique_goes_back_to_the_generator_then_ok(tmp_path):
@@ -56,7 +76,7 @@ def test_a_critique_goes_back_to_the_generator_then_ok(tmp_path):
 
     with ScriptedServer(reply) as server:
         out = agents(server, tmp_path).translate_all(ITEMS)
-    t = out[("t-1", "precise")]
+    t = out[("t-1", "natural")]
     assert (t.verdict, t.rounds, t.instruction) == ("OK", 2, "Concatenate along dimension 1.")
     revisions = [b for b in server.requests if not is_review(b) and len(b["messages"]) == 4]
     assert revisions and revisions[0]["messages"][2] == {"role": "assistant", "content": "Concatenate them."}
@@ -70,9 +90,9 @@ def test_impossible_and_no_ok_after_the_last_round_drop_the_task(tmp_path):
 
     with ScriptedServer(reply) as server:
         out = agents(server, tmp_path, max_rounds=2).translate_all(ITEMS)
-    assert out[("t-1", "precise")].verdict == "evaluator said IMPOSSIBLE" and out[("t-1", "precise")].rounds == 1
-    assert out[("t-2", "precise")].verdict == "no OK after 2 rounds"
-    assert out[("t-2", "precise")].instruction == ""
+    assert out[("t-1", "natural")].verdict == "evaluator said IMPOSSIBLE" and out[("t-1", "natural")].rounds == 1
+    assert out[("t-2", "natural")].verdict == "no OK after 2 rounds"
+    assert out[("t-2", "natural")].instruction == ""
 
 
 def test_garbage_replies_never_count_as_ok(tmp_path):
@@ -80,8 +100,8 @@ def test_garbage_replies_never_count_as_ok(tmp_path):
         return "" if not is_review(body) else "OKAY-ish, maybe? I am not sure this is fine at all."
 
     with ScriptedServer(reply) as server:
-        out = agents(server, tmp_path).translate_all(ITEMS[:1], ("precise",))
-    assert out[("t-1", "precise")].verdict == "no OK after 3 rounds"
+        out = agents(server, tmp_path).translate_all(ITEMS[:1])
+    assert out[("t-1", "natural")].verdict == "no OK after 3 rounds"
 
 
 def test_a_500_is_retried_and_the_translation_goes_on(tmp_path):
@@ -94,9 +114,9 @@ def test_a_500_is_retried_and_the_translation_goes_on(tmp_path):
         return "OK" if is_review(body) else "Apply f to x."
 
     with ScriptedServer(reply) as server:
-        out = agents(server, tmp_path).translate_all(ITEMS[:1], ("precise",))
-    assert out[("t-1", "precise")].verdict == "OK"
-    assert server.count() == 3  # the failed request, its retry, the review
+        out = agents(server, tmp_path).translate_all(ITEMS[:1])
+    assert out[("t-1", "natural")].verdict == "OK"
+    assert server.count() == 7  # the failed request, then per variant its generator request and review
 
 
 def test_replies_are_cached_on_disk_and_a_rerun_sends_nothing(tmp_path):
@@ -147,9 +167,12 @@ def test_a_leaking_translation_is_dropped_and_counted():
 
 def test_a_build_with_agents_records_translator_rounds_and_verdicts(tmp_path):
     def reply(body):
+        """The generator answers with the fact list it is given (every fact stated, in no natural words); the
+        evaluator refuses programs with a split and accepts the rest."""
+        text = body["messages"][1]["content"]
         if is_review(body):
-            return "IMPOSSIBLE" if "torch.split" in body["messages"][1]["content"] else "OK"
-        return "Follow the program step by step, naming every result as it does."
+            return "IMPOSSIBLE" if "torch.split" in text else "OK"
+        return text.split("Facts the test checks:\n", 1)[1].split("\n\nInstruction:")[0]
 
     out = tmp_path / "stateeval"
     with ScriptedServer(reply) as server:
@@ -159,10 +182,10 @@ def test_a_build_with_agents_records_translator_rounds_and_verdicts(tmp_path):
     assert dropped >= 1 and report["kept"]["tensor"] == 6 - dropped
     rows = [r for f in sorted((out / "data").glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
     assert rows and all(r["translator"] == "openai:scripted" for r in rows)
-    assert all(r["translation"] == {"precise_rounds": 1, "precise_verdict": "OK", "vague_rounds": 1,
-                                    "vague_verdict": "OK"} for r in rows)
-    assert all(r["instruction"] == r["instruction_vague"] == "Follow the program step by step, naming every result "
-               "as it does." for r in rows)
+    assert all(r["translation"] == {f"{v}_{k}": 1 if k == "rounds" else "OK" for v in VARIANTS
+                                    for k in ("rounds", "verdict")} for r in rows)
+    assert all(r["instruction"] == r["instruction_steps"] == r["instruction_vague"] for r in rows)
+    assert all(r["instruction"].splitlines() == [f"- {f}" for f in r["facts"]] for r in rows)
     written = json.loads((out / "build_report.json").read_text())
     assert written["rejections"] == report["rejections"]
     cache = Path(tmp_path / ".stateeval-cache" / "translate-openai--scripted.jsonl")

@@ -14,10 +14,10 @@ from builder.__main__ import parse_args
 from builder.config import BuildConfig, rng_for
 from builder.dataset import difficulty_line
 from builder.fuzz import CoverageRecorder
-from builder.nested import NestedTemplateTranslator
 from builder.pipeline import build, make_cases
 from builder.program import COND, generate_program
-from builder.translate import mentions
+from builder import facts
+from builder.translate import VARIANTS, TemplateTranslator
 from evaluate.run import _difficulty
 from evaluate.sandbox import Sandbox
 from evaluate.scoring import score
@@ -145,19 +145,16 @@ def test_nested_build_keeps_tasks_whose_reference_passes_every_path(tmp_path):
     assert [r.status for r in results] == ["pass"] * len(tasks), [r.error for r in results if r.status != "pass"]
 
 
-def test_nested_instructions_name_every_step_constant_and_result(programs):
-    translator = NestedTemplateTranslator()
+def test_nested_instructions_state_every_constant_and_result_in_every_variant(programs):
+    translator = TemplateTranslator()
     for i, p in enumerate(programs):
-        for variant in ("precise", "vague"):
-            text = translator.translate(p, random.Random(i), variant)
-            assert mentions(text, [s.name for s in p.splits()]) == [], text
-            if variant == "precise":
-                assert mentions(text, [o for c in p.all_calls for o in c.outputs]) == [], text
-                assert sum("RESULT" in line for line in text.splitlines()) == len(p.leaves()), text
-                for leaf in p.leaves():
-                    assert mentions(text, leaf.path.result_vars(p.scenario)) == [], text
-            else:
-                assert text.count("`RESULT`") == len(p.leaves()), text
+        for variant in VARIANTS:
+            text, refs = translator.translate(p, random.Random(i), variant)
+            assert all(f"`{s.name}`" in text for s in p.splits()), text
+            assert facts.missing(text, facts.required(p), refs) == [], text
+            assert sum("RESULT" in line for line in text.splitlines()) == len(p.leaves()), text
+            if variant == "steps":
+                assert all(f"`{o}`" in text for c in p.all_calls for o in c.outputs), text
 
 
 # ---------------------------------------------------------------------------------------- K = 1 unchanged
@@ -183,10 +180,6 @@ def test_one_branch_keeps_cond_and_the_base_translation():
         assert len(p.splits()) <= 1 and p.cond_name == COND
         assert [a.name for a in p.assignments()] == (["original", "flipped"] if p.has_branch else ["original"])
         assert [a.branch for a in p.assignments()] == (["then", "else"] if p.has_branch else ["main"])
-        from builder.translate import TemplateTranslator
-
-        assert NestedTemplateTranslator().translate(p, random.Random(s)) == \
-            TemplateTranslator().translate(p, random.Random(s))
 
 
 # ------------------------------------------------------------------------------------- recency preference

@@ -13,7 +13,8 @@ from builder.config import BuildConfig
 from builder.fuzz import CoverageRecorder
 from builder.pipeline import make_cases
 from builder.program import COND, generate_program
-from builder.translate import TemplateTranslator, mentions
+from builder import facts
+from builder.translate import VARIANTS, TemplateTranslator
 from scenarios import get_scenario
 
 
@@ -33,43 +34,62 @@ def translator():
     return TemplateTranslator()
 
 
-def translate(translator, program, seed=0) -> str:
-    return translator.translate(program, random.Random(seed))
+def translate(translator, program, seed=0, variant="steps") -> str:
+    return translator.translate(program, random.Random(seed), variant).text
 
 
-def test_instruction_names_every_output_and_result_variable(programs, translator, scenario):
+def mentions(text: str, names) -> list[str]:
+    """Variable names the text does not mention in code style."""
+    return [n for n in names if f"`{n}`" not in text]
+
+
+NUMBERED = re.compile(r"^\s*(\d+|[a-z]{1,2}|[ivx]+)\.\s", re.M)
+
+
+def test_steps_names_every_output_and_result_variable(programs, translator, scenario):
     for p in programs:
         text = translate(translator, p)
         outputs = [o for c in p.all_calls for o in c.outputs]
         assert mentions(text, outputs) == [], text
-        for path in [p.then] + ([p.orelse] if p.orelse else []):
-            assert mentions(text, path.result_vars(scenario)) == [], text
-        assert "RESULT" in text
+        for leaf in p.leaves():
+            assert mentions(text, leaf.path.result_vars(scenario)) == [], text
+        assert "RESULT" in text and NUMBERED.search(text)
 
 
-@pytest.mark.parametrize("calls", [
-    2,
-    9,
-    12,
-    30,
-], ids=lambda n: f"calls{n}")
-def test_long_and_short_branches_are_fully_described(scenario, translator, calls):
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("calls", [2, 9, 12, 30], ids=lambda n: f"calls{n}")
+def test_long_and_short_programs_state_every_fact_in_every_variant(scenario, translator, calls, variant):
     recorder = CoverageRecorder()
     for seed in range(30):
-        p = generate_program(scenario, random.Random(seed), recorder, calls_per_path=calls, branch_probability=1.0)
-        text = translate(translator, p)
-        outputs = [o for c in p.all_calls for o in c.outputs]
-        assert mentions(text, outputs) == [], f"seed {seed}: {text}"
-        if p.has_branch:
-            assert text.count("RESULT") >= 2, f"seed {seed}: a branch has no RESULT step\n{text}"
+        p = generate_program(scenario, random.Random(seed), recorder, calls_per_path=calls, branch_probability=1.0,
+                             branches=2)
+        text, refs = translator.translate(p, random.Random(seed), variant)
+        assert facts.missing(text, facts.required(p), refs) == [], f"seed {seed}: {text}"
+        assert text.count("RESULT") == len(p.leaves()), f"seed {seed}: a path has no RESULT\n{text}"
+
+
+@pytest.mark.parametrize("variant", ["natural", "vague"])
+def test_natural_and_vague_texts_name_no_intermediate_variable_and_number_no_steps(programs, translator, variant):
+    for p in programs:
+        text = translate(translator, p, variant=variant)
+        made = [o for c in p.all_calls for o in c.outputs]
+        assert not [n for n in made if re.search(rf"\b{n}\b", text)], text
+        assert not NUMBERED.search(text), text
+        assert mentions(text, p.declarations().inits) == [], text  # setup variables keep their names
+
+
+def test_vague_texts_name_no_api(programs, translator, scenario):
+    for p in programs:
+        text = translate(translator, p, variant="vague").lower()
+        assert not [a.name for a in scenario.apis if re.search(rf"\b{a.name}\b", text)], text
+        assert "torch." not in text and "f." not in text.replace("of.", "")
 
 
 def test_instruction_names_every_input_and_setup_variable(programs, translator):
     for p in programs:
-        text = translate(translator, p)
-        inputs = [i for c in p.all_calls for i in c.inputs]
-        assert mentions(text, inputs) == [], text
-        assert mentions(text, p.declarations().inits) == [], text
+        for variant in VARIANTS:
+            text = translate(translator, p, variant=variant)
+            assert mentions(text, p.declarations().inits) == [], text
 
 
 def test_result_order_is_stated(programs, translator, scenario):
@@ -82,28 +102,31 @@ def test_result_order_is_stated(programs, translator, scenario):
             assert listed in text or bare in text, (names, text)
 
 
-def test_same_seed_gives_same_text(programs, translator):
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_same_seed_gives_same_text(programs, translator, variant):
     for p in programs[:20]:
-        assert translate(translator, p, 7) == translate(translator, p, 7)
-        assert TemplateTranslator().translate(p, random.Random("a/b")) == translate(translator, p, "a/b")
+        assert translate(translator, p, 7, variant) == translate(translator, p, 7, variant)
+        assert TemplateTranslator().translate(p, random.Random("a/b"), variant).text == \
+            translate(translator, p, "a/b", variant)
 
 
-def test_different_seeds_give_different_texts(programs, translator):
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_different_seeds_give_different_texts(programs, translator, variant):
     for p in programs[:20]:
-        texts = {translate(translator, p, seed) for seed in range(6)}
-        assert len(texts) >= 5, f"only {len(texts)} distinct texts over 6 seeds"
+        texts = {translate(translator, p, seed, variant) for seed in range(6)}
+        assert len(texts) >= 4, f"only {len(texts)} distinct texts over 6 seeds"
 
 
-def test_branching_instructions_use_the_constant_by_name(programs, translator):
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_branching_instructions_use_the_constant_by_name(programs, translator, variant):
     assert any(p.has_branch for p in programs) and not all(p.has_branch for p in programs)
     for p in programs:
-        text = translate(translator, p)
+        text = translate(translator, p, variant=variant)
         if p.has_branch:
             assert f"`{COND}`" in text
             assert "Otherwise" in text
-            # the constant's value is never given, only its name
-            phrase = p.condition.phrase.replace(COND, f"`{COND}`")
-            assert phrase in text
+            if variant == "steps":  # the constant's value is never given, only its name
+                assert p.condition.phrase.replace(COND, f"`{COND}`") in text
         else:
             assert COND not in text
 
@@ -136,7 +159,8 @@ def test_no_stored_value_leaks_into_fuzzed_instructions(programs, translator):
         case = make_cases(p, BuildConfig(), 0)[0].to_row()
         values = stored_values(case)
         assert values.size
-        assert_no_value_leaks(translate(translator, p), values)
+        for variant in VARIANTS:
+            assert_no_value_leaks(translate(translator, p, variant=variant), values)
         assert_no_value_leaks(case["setup_code"], values)
 
 
@@ -144,7 +168,8 @@ def test_no_stored_value_leaks_into_dataset_rows(small_tasks):
     for task in small_tasks:
         for case in task["test_cases"]:
             values = stored_values(case)
-            assert_no_value_leaks(task["instruction"], values)
+            for field in ("instruction", "instruction_steps", "instruction_vague"):
+                assert_no_value_leaks(task[field], values)
             assert_no_value_leaks(case["setup_code"], values)
 
 

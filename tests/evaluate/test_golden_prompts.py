@@ -15,7 +15,7 @@ import pytest
 
 from builder.config import BuildConfig
 from builder.pipeline import fuzz, translate
-from evaluate.prompts import build_messages
+from evaluate.prompts import VARIANTS, build_messages
 from scenarios import scenario_names
 
 GOLDEN = Path(__file__).with_name("golden")
@@ -31,14 +31,15 @@ def first_task(scenario: str) -> dict:
     drafts, _ = fuzz(config, scenario, rejections)
     draft = translate(config, drafts, rejections)[0]
     return {"api_doc": draft.program.scenario.api_doc(), "setup_code": draft.cases[0].setup_code,
-            "instruction": draft.instructions["precise"], "instruction_vague": draft.instructions["vague"]}
+            "instruction": draft.instructions["natural"], "instruction_steps": draft.instructions["steps"],
+            "instruction_vague": draft.instructions["vague"]}
 
 
-@pytest.mark.parametrize("variant", ["precise", "vague"])
+@pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("scenario", scenario_names())
 def test_prompt_matches_golden_file(scenario, variant):
     text = render(build_messages(first_task(scenario), variant))
-    path = GOLDEN / (f"prompt_{scenario}.txt" if variant == "precise" else f"prompt_{scenario}_{variant}.txt")
+    path = GOLDEN / (f"prompt_{scenario}.txt" if variant == "natural" else f"prompt_{scenario}_{variant}.txt")
     if os.environ.get("STATEEVAL_UPDATE_GOLDEN") == "1":
         path.write_text(text)
     assert path.is_file(), f"no golden prompt for {scenario}; create it with STATEEVAL_UPDATE_GOLDEN=1 and review it"

@@ -1,0 +1,99 @@
+"""The fact check (builder/facts.py): every variant states what the oracle depends on, and a text that drops a
+split size, a branch constant's role or RESULT's order is caught, in the check and in the build."""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter
+
+import pytest
+
+from builder import facts
+from builder.config import BuildConfig
+from builder.fuzz import CoverageRecorder
+from builder.pipeline import fuzz, translate
+from builder.program import COND, generate_program
+from builder.translate import VARIANTS, TemplateTranslator, Translation
+from scenarios import get_scenario
+
+
+@pytest.fixture(scope="module")
+def program():
+    """A tensor program with a split call, an if/else on COND and at least two RESULT values on some path."""
+    scenario, recorder = get_scenario("tensor"), CoverageRecorder()
+    for seed in range(500):
+        p = generate_program(scenario, random.Random(seed), recorder, branch_probability=1.0)
+        if p.has_branch and any(c.api == "split" for c in p.all_calls) and \
+                all(len(leaf.path.result_vars(scenario)) >= 2 for leaf in p.leaves()):
+            return p
+    pytest.fail("no such program in 500 seeds")
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_variant_states_every_fact(program, variant):
+    text, refs = TemplateTranslator().translate(program, random.Random(1), variant)
+    assert facts.missing(text, facts.required(program), refs) == [], text
+
+
+def test_the_facts_are_the_programs_own(program):
+    required = facts.required(program)
+    kinds = Counter(f.kind for f in required)
+    assert kinds["condition"] == 1 and kinds["result"] == 2 and kinds["value"] >= 2
+    sizes = [f for f in required if f.what == "split: sizes"]
+    assert sizes and all(f.forms[0].startswith("[") for f in sizes)
+    assert {f.forms[0] for f in required if f.kind == "input"} <= {f"`{n}`" for n in program.declarations().inits}
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_a_text_without_a_split_size_is_caught(program, variant):
+    text, refs = TemplateTranslator().translate(program, random.Random(1), variant)
+    split = next(c for c in program.all_calls if c.api == "split")
+    sizes = str(split.args["sizes"])
+    assert sizes in text
+    lost = facts.missing(text.replace(sizes, "the right sizes", 1), facts.required(program), refs)
+    assert any("split: sizes" in line for line in lost), lost
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_a_text_without_the_constants_role_is_caught(program, variant):
+    text, refs = TemplateTranslator().translate(program, random.Random(1), variant)
+    sentence = next(s for s in re.split(r"(?<=[.:])\s+|\n", text) if f"`{COND}`" in s and "name" not in s)
+    vague = re.sub(r"(has size|is greater than) `COND`", "depends on `COND`", sentence)
+    assert vague != sentence
+    lost = facts.missing(text.replace(sentence, vague), facts.required(program), refs)
+    assert lost == [f"the role of `{COND}` (how it is compared) is not stated"]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_a_text_with_results_out_of_order_is_caught(program, variant):
+    text, refs = TemplateTranslator().translate(program, random.Random(1), variant)
+    first, second = (refs[n] if variant != "steps" else n for n in program.leaves()[0].path.result_vars(
+        program.scenario)[:2])
+    line = next(s for s in text.splitlines() if "RESULT" in s)
+    swapped = line.replace(first, "\0").replace(second, first).replace("\0", second)
+    assert swapped != line
+    lost = facts.missing(text.replace(line, swapped), facts.required(program), refs)
+    assert any("in order" in x for x in lost), lost
+
+
+def test_the_build_drops_a_translation_that_leaves_out_a_fact_and_counts_it(monkeypatch):
+    """An LLM translator whose natural text forgets the split sizes: the task is dropped, counted by reason."""
+    config = BuildConfig(scenarios=["tensor"], n=12, seed=5, created_at="2026-01-01")
+    rejections = Counter()
+    drafts, _ = fuzz(config, "tensor", rejections)
+    with_split = {d.task_id for d in drafts if any(c.api == "split" for c in d.program.all_calls)}
+    assert with_split and len(with_split) < len(drafts)
+
+    class Forgetful(TemplateTranslator):
+        def translate_all(self, items):
+            out = super().translate_all(items)
+            for (key, variant), t in out.items():
+                if variant == "natural":  # as an LLM's text: no names of its own for results
+                    out[(key, variant)] = Translation(re.sub(r"sizes \[[\d, ]+\]", "sizes", t.instruction), 1, "OK")
+            return out
+
+    monkeypatch.setattr("builder.pipeline.get_translator", lambda config: Forgetful())
+    kept = translate(config, drafts, rejections)
+    assert {d.task_id for d in kept} == {d.task_id for d in drafts} - with_split
+    assert rejections == Counter({"tensor: natural translation leaves out a fact the oracle checks": len(with_split)})
