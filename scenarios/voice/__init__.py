@@ -391,7 +391,7 @@ class MakeOutboundCall(API):
     natural = (
         "place a phone call to {in1_} that plays {speech_}",
         "call {in1_} and play {speech_}",
-        "phone {in1_} and play {speech_} on the call",
+        "dial {in1_} and play {speech_} to whoever answers",
     )
     vague = (
         "ring {in1_} and play {speech_} down the line",
