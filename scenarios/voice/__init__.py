@@ -185,7 +185,7 @@ class TextToSpeech(API):
         "have {voice_ref} read {in0_} aloud{settings_vague}",
         "produce a spoken version of {in0_} in {voice_ref}{settings_vague}",
     )
-    noun = "{nth}generated speech"
+    noun = "{nth}synthesized speech"
 
     def values(self, call):
         out = _voice_values(call)
