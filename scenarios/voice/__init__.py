@@ -55,6 +55,23 @@ def _voice_ref(call: Call) -> str:
     return f"the {ORDINALS[call.args['index']]} voice of `{call.args['voices']}`"
 
 
+def _voice_values(call: Call) -> dict[str, tuple[str, ...]]:
+    """A voice taken by position from a search result: the position, as every voice_ref states it. (A voice taken
+    from a speech is data flow, said by the reference phrase of that speech.)"""
+    if call.args["index"] is None:
+        return {}
+    return {"voice position": (f"{ORDINALS[call.args['index']]} voice",)}
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+# How natural and vague texts name each voice setting: (natural, vague); `values` accepts either.
+SETTING_WORDS = {"stability": ("stability", "stability"), "similarity_boost": ("similarity boost", "similarity"),
+                 "style": ("style", "style exaggeration")}
+
+
 class SearchVoiceLibrary(API):
     name = "search_voice_library"
     phrases = (
@@ -62,6 +79,16 @@ class SearchVoiceLibrary(API):
         "find all {criteria} with search_voice_library and keep the list as {out0_}",
         "query the voice library for {criteria}; call the resulting list {out0_}",
     )
+    natural = (
+        "search the voice library for {criteria}",
+        "look up the library's {criteria}",
+        "find all {criteria} in the voice library",
+    )
+    vague = (
+        "find out which library voices are {criteria_vague}",
+        "see which of the available voices are {criteria_vague}",
+    )
+    noun = "{nth}list of voices found"
 
     def bindings(self, state):
         cats = [v.name for v in state.of_type(CATEGORY)]
@@ -85,6 +112,7 @@ class SearchVoiceLibrary(API):
         d = super().describe(call)
         parts = [f"whose {k} is `{n}`" for k, n in call.args.items()]
         d["criteria"] = "voices " + " and ".join(parts)
+        d["criteria_vague"] = " and ".join(f"of the {k} `{n}`" for k, n in call.args.items())
         return d
 
 
@@ -125,8 +153,12 @@ def _speech_args(state: State, handle: str) -> dict:
 
 
 def _name_speech(d: dict, call: Call) -> dict:
+    """`in0_` for steps; `speech_` for natural and vague, where a call record's speech is "the speech played on"
+    the record's reference phrase (a backticked `call1.speech` would survive the translator's substitution)."""
+    d["speech_"] = d["in0_"]
     if call.args.get("played"):
         d["in0_"] = f"`{call.args['played']}.speech` (the speech that `{call.args['played']}` played)"
+        d["speech_"] = f"the speech played on `{call.args['played']}`"
     return d
 
 
@@ -144,6 +176,22 @@ class TextToSpeech(API):
         "use text_to_speech to speak {in0_} in {voice_ref}{settings_text}; call the result {out0_}",
         "synthesize {in0_} as speech spoken by {voice_ref}{settings_text} and name it {out0_}",
     )
+    natural = (
+        "convert {in0_} to speech with {voice_ref}{settings_natural}",
+        "synthesize {in0_} in {voice_ref}{settings_natural}",
+        "generate speech of {in0_} spoken by {voice_ref}{settings_natural}",
+    )
+    vague = (
+        "have {voice_ref} read {in0_} aloud{settings_vague}",
+        "produce a spoken version of {in0_} in {voice_ref}{settings_vague}",
+    )
+    noun = "{nth}synthesized speech"
+
+    def values(self, call):
+        out = _voice_values(call)
+        for key, value in call.args["settings"].items():
+            out[key] = tuple(dict.fromkeys(f"{word} {value}" for word in SETTING_WORDS[key]))
+        return out
 
     def bindings(self, state):
         texts = [v.name for v in state.of_type(TEXT, TRANSCRIPT)]
@@ -176,6 +224,11 @@ class TextToSpeech(API):
             text = said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1]
             rest = " (other settings at their defaults)" if len(settings) < len(SETTINGS) else ""
             d["settings_text"] = f", using {text}{rest}"
+        for variant, k, lead, rest in (("natural", 0, ", with voice settings ", " (the others at their defaults)"),
+                                       ("vague", 1, ", tuned to ", " (everything else left as it is)")):
+            said = [f"{SETTING_WORDS[key][k]} {v}" for key, v in settings.items()]
+            tail = rest if len(settings) < len(SETTINGS) else ""
+            d[f"settings_{variant}"] = f"{lead}{_and(said)}{tail}" if said else ""
         return d
 
 
@@ -187,6 +240,19 @@ class SpeechToSpeech(API):
         "re-voice {in0_} with speech to speech so that {voice_ref} speaks it; call the new speech {out0_}",
         "convert the speech {in0_} to {voice_ref} using speech_to_speech and name the output {out0_}",
     )
+    natural = (
+        "convert {speech_} into {voice_ref}, keeping its words",
+        "re-voice {speech_} so that {voice_ref} speaks it",
+        "change the voice of {speech_} to {voice_ref}",
+    )
+    vague = (
+        "have {speech_} said again by {voice_ref}, keeping its words and timing",
+        "make {speech_} sound as if {voice_ref} were speaking it",
+    )
+    noun = "{nth}re-voiced speech"
+
+    def values(self, call):
+        return _voice_values(call)
 
     def bindings(self, state):
         return [(h, v) for h in _handles(state) for v in _voice_lists(state) + _voiced(state)
@@ -231,6 +297,18 @@ class SpeechToText(API):
         "turn the speech {in0_} into text with speech_to_text{diarize_text}; call the transcript {out0_}",
         "get the transcript of {in0_}{diarize_text} and store it as {out0_}",
     )
+    natural = (
+        "transcribe {speech_}{diarize_natural}",
+        "get the transcript of {speech_}{diarize_natural}",
+    )
+    vague = (
+        "write down what is said in {speech_}{diarize_vague}",
+        "find out the words spoken in {speech_}{diarize_vague}",
+    )
+    noun = "{nth}transcript"
+
+    def values(self, call):
+        return {"diarize": ("with speaker diarization", "labelled by speaker")} if call.args["diarize"] else {}
 
     def bindings(self, state):
         done = state.extra.get("transcribed", [])
@@ -260,6 +338,9 @@ class SpeechToText(API):
         d = super().describe(call)
         d["diarize_text"] = (" with speaker diarization (diarize=True)" if call.args["diarize"]
                              else " without diarization")
+        d["diarize_natural"] = " with speaker diarization" if call.args["diarize"] else ""
+        d["diarize_vague"] = (", one line per turn labelled by speaker" if call.args["diarize"]
+                              else ", as plain words")
         return _name_speech(d, call)
 
 
@@ -270,6 +351,15 @@ class IsolateAudio(API):
         "run isolate_audio on {in0_} and call the result {out0_}",
         "clean {in0_} with audio isolation; name the isolated speech {out0_}",
     )
+    natural = (
+        "isolate the voices in {speech_} from the background noise",
+        "clean up {speech_} with voice isolation",
+    )
+    vague = (
+        "strip the background noise from {speech_}",
+        "clean up {speech_} so that only the voices remain",
+    )
+    noun = "{nth}isolated audio"
 
     def bindings(self, state):
         # Isolating an isolated speech, or the same speech twice, would only repeat a call.
@@ -298,6 +388,16 @@ class MakeOutboundCall(API):
         "call the number {in1_} with make_outbound_call and play {in0_}; keep the returned record as {out0_}",
         "phone {in1_} and play the speech {in0_} on the call; name the call record {out0_}",
     )
+    natural = (
+        "place a phone call to {in1_} that plays {speech_}",
+        "call {in1_} and play {speech_}",
+        "dial {in1_} and play {speech_} to whoever answers",
+    )
+    vague = (
+        "ring {in1_} and play {speech_} down the line",
+        "phone {in1_} and let them hear {speech_}",
+    )
+    noun = "{nth}phone call"
 
     def bindings(self, state):
         done = state.extra.get("called", [])
@@ -376,15 +476,13 @@ class VoiceScenario(Scenario):
                     f"the duration of `{var.name}` (in seconds) is less than COND")
         elif var.type == CALL:
             left, amount = f"{var.name}.duration", value.duration
-            said = (f"the call `{var.name}` lasts more than COND seconds",
-                    f"the call `{var.name}` lasts less than COND seconds")
+            said = (f"`{var.name}` lasts more than COND seconds", f"`{var.name}` lasts less than COND seconds")
         elif var.type == VOICES:
             left, amount = f"len({var.name})", len(value)
             said = (f"`{var.name}` holds more than COND voices", f"`{var.name}` holds fewer than COND voices")
         elif var.type == TRANSCRIPT:
             left, amount = f"len({var.name})", len(value)
-            said = (f"the transcript `{var.name}` is longer than COND characters",
-                    f"the transcript `{var.name}` is shorter than COND characters")
+            said = (f"`{var.name}` is longer than COND characters", f"`{var.name}` is shorter than COND characters")
         else:
             return None
         if any(getattr(o.value, "duration", None) == amount for o in state.of_type(var.type) if o.name != var.name):

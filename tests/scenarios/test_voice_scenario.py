@@ -12,16 +12,17 @@ import re
 
 import pytest
 
+from builder import facts
 from builder.config import BuildConfig
 from builder.fuzz import CoverageRecorder
 from builder.pipeline import build, make_cases
 from builder.program import COND, generate_program
-from builder.translate import TemplateTranslator, mentions
+from builder.translate import VARIANTS, TemplateTranslator
 from evaluate.sandbox import Sandbox
 from evaluate.scoring import score
 from scenarios import get_scenario, scenario_names
 from scenarios.base import INIT, canonical_json
-from scenarios.voice import CALL, PHONE, SPEECH, TEXT, VOICES
+from scenarios.voice import CALL, SPEECH, VOICES
 from scenarios.voice.world import VoiceWorld
 
 SEEDS = range(120)
@@ -123,21 +124,28 @@ def test_speech_to_speech_always_changes_the_voice(programs):
                     assert speech.voice != values[c.outputs[0]].value.voice
 
 
+def _unnamed(text: str, names) -> list[str]:
+    """Variable names the text does not name in code style."""
+    return [n for n in names if f"`{n}`" not in text]
+
+
 def test_instructions_name_every_variable_and_quote_no_stored_value(scenario, programs):
+    """`steps` dictates every name; no variant quotes a stored value (a category such as "generated" must not
+    slip in through a reference phrase either)."""
     translator = TemplateTranslator()
     for i, p in enumerate(programs):
-        text = translator.translate(p, random.Random(i))
         decl = p.declarations()
-        names = list(decl.inits) + [o for c in p.all_calls for o in c.outputs]
-        assert mentions(text, names) == [], text
-        for name in decl.inits:
-            var = decl.vars[name]
-            if var.type == SPEECH:
-                assert all(words not in text for _, words in var.value.segments)
-            elif var.type in (TEXT, PHONE):
-                assert var.value not in text
-            else:  # search criteria: never quoted as a literal
-                assert repr(var.value) not in text and f'"{var.value}"' not in text
+        for variant in VARIANTS:
+            text = translator.translate(p, random.Random(i), variant).text
+            used = [n for c in p.all_calls for n in c.inputs if n in decl.inits]
+            names = used + [o for c in p.all_calls for o in c.outputs] if variant == "steps" else used
+            assert _unnamed(text, names) == [], text
+            for name in decl.inits:
+                var = decl.vars[name]
+                if var.type == SPEECH:
+                    assert all(words not in text for _, words in var.value.segments)
+                else:  # the text, the phone numbers and the search criteria
+                    assert var.value not in text, (var.value, text)
         setup = _fixed_cases(p)[0]["setup_code"]
         assert 'load_speech("user_speech")' in setup
         assert not re.search(r"\b(search_voice_library|text_to_speech|speech_to_speech)\(", setup)
@@ -266,3 +274,73 @@ def test_call_records_and_voices_of_speeches_feed_later_calls_unambiguously(prog
                     speeches = [values[v].value for v in before if values[v].type == SPEECH]
                     assert [s.voice or "Aria" for s in speeches].count(voice) == 1
     assert records and voices
+
+
+# ------------------------------------------------------------------- natural and vague: determined, no mechanics
+
+
+@pytest.fixture(scope="module")
+def nested_programs(scenario):
+    """Programs with up to two splits, as the issue's builds make them."""
+    recorder = CoverageRecorder()
+    return [generate_program(scenario, random.Random(f"voice-prose/{s}"), recorder, branches=2,
+                             branch_probability=0.7) for s in range(150)]
+
+
+def _words(name: str) -> re.Pattern:
+    return re.compile(rf"(?<![\w.]){re.escape(name)}(?!\w)")
+
+
+def test_natural_and_vague_state_every_fact_without_names_or_tools(scenario, nested_programs):
+    tools = [a.name for a in scenario.apis]
+    translator = TemplateTranslator()
+    for i, p in enumerate(nested_programs):
+        outputs = [o for c in p.all_calls for o in c.outputs]
+        required = facts.required(p)
+        for variant in ("natural", "vague"):
+            text, refs = translator.translate(p, random.Random(i), variant)
+            assert [n for n in outputs if _words(n).search(text)] == [], text
+            low = text.lower()
+            assert [t for t in tools if t in low or t.replace("_", " ") in low] == [], text
+            assert facts.missing(text, required, refs) == [], text
+            for leaf in p.leaves():  # no two results on one path share a phrase
+                phrases = [refs[o] for c in leaf.calls for o in c.outputs]
+                assert len(set(phrases)) == len(phrases), (phrases, text)
+
+
+def test_dropping_a_stated_value_is_caught(nested_programs):
+    """Each value `values` lists (a voice's position in a search result, a voice setting, diarization) is one
+    the oracle depends on: a text without it fails the fact check."""
+    translator = TemplateTranslator()
+    seen = set()
+    for i, p in enumerate(nested_programs):
+        required = facts.required(p)
+        for variant in VARIANTS:
+            text, refs = translator.translate(p, random.Random(i), variant)
+            for f in required:
+                if f.kind != "value":
+                    continue
+                seen.add(f.what)
+                dropped = text
+                for form in f.forms:
+                    dropped = dropped.replace(form, "")
+                assert facts.missing(dropped, required, refs), (f, dropped)
+    assert seen >= {"text_to_speech: voice position", "speech_to_speech: voice position", "speech_to_text: diarize",
+                    "text_to_speech: stability", "text_to_speech: similarity_boost", "text_to_speech: style"}
+
+
+def test_a_transcript_without_diarization_is_caught():
+    """The concrete case: "transcribe it with speaker diarization" said as a plain "transcribe it"."""
+    scenario = get_scenario("voice")
+    recorder = CoverageRecorder()
+    for s in range(200):
+        p = generate_program(scenario, random.Random(f"voice-diarize/{s}"), recorder)
+        if any(c.api == "speech_to_text" and c.args["diarize"] for c in p.all_calls):
+            break
+    else:
+        pytest.fail("no program with a diarized transcript")
+    text, refs = TemplateTranslator().translate(p, random.Random(0), "natural")
+    required = facts.required(p)
+    assert facts.missing(text, required, refs) == []
+    plain = text.replace(" with speaker diarization", "")
+    assert any("diarize" in m for m in facts.missing(plain, required, refs)), plain
