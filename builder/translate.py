@@ -48,7 +48,7 @@ JOINERS = (", then ", "; after that, ", ", and then ")
 PROSE_RESULTS = (
     "`RESULT` should hold {items}, in this order",
     "put {items} in `RESULT`, in that order",
-    "finish with `RESULT` as the list of {items}, in this order",
+    "finish with `RESULT` holding {items}, in this order",
 )
 PROSE_RESULT_ONE = (
     "`RESULT` should be a list holding only {item}",
@@ -127,18 +127,20 @@ def _names_rule(program: Program) -> str:
 
 
 def references(program: Program, variant: str = "natural") -> dict[str, str]:
-    """How natural and vague texts name each output: "the " + its API's noun, with an ordinal when the API is
-    called more than once in the program (counted along each path, so each side of a split counts on from the
-    calls before it)."""
+    """How natural and vague texts name each output: "the " + its API's noun, with an ordinal when its API is
+    called more than once on a path through this call (counted along each path, so each side of a split counts on
+    from the calls before it)."""
     apis = {a.name: a for a in program.scenario.apis}
-    repeated = {c.api for c in program.all_calls if sum(d.api == c.api for d in program.all_calls) > 1}
+    repeated: set[int] = set()  # the calls whose API recurs on some path through them
+    for leaf in program.leaves():
+        repeated |= {id(c) for c in leaf.calls if sum(d.api == c.api for d in leaf.calls) > 1}
     refs: dict[str, str] = {}
 
     def walk(path: Path, counts: dict[str, int]) -> None:
         counts = dict(counts)
         for call in path.calls:
             counts[call.api] = counts.get(call.api, 0) + 1
-            nth = f"{ordinal(counts[call.api])} " if call.api in repeated else ""
+            nth = f"{ordinal(counts[call.api])} " if id(call) in repeated else ""
             api = apis[call.api]
             for out, noun in zip(call.outputs, api.vague_nouns(call) if variant == "vague" else api.nouns(call)):
                 refs[out] = "the " + noun.format(nth=nth)
