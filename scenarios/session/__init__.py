@@ -13,7 +13,10 @@ session, read back by id, or a local edit), `email*` (declared, or a listed sess
 fetch_session, which observes what the add wrote), `status*` (HTTP status of an update or delete; like every
 result no later call consumes, it goes into RESULT).
 An update or delete names its session by an id variable or by a position in a listed or queried result.
-Instructions name variables, session types, field paths and list positions, never a stored value.
+Instructions name variables, session types, field paths and list positions, never a stored value. The `natural`
+and `vague` texts refer to results by what they are ("the listing", "the id of the added session", "the data of
+the picked session"); each API's `values` lists what the oracle depends on beyond the setup variables (a type, a
+query's field, a position, which part of a picked session, an edit) in the forms all three variants write it.
 """
 
 from __future__ import annotations
@@ -132,6 +135,32 @@ def _target_text(d: dict, index: int | None) -> str:
     return d["in1_"] if index is None else f"the {POSITIONS[index]} session in {d['in1_']}"
 
 
+# Natural and vague texts: a session named by an id is "the session with <the id's reference>"; one named by its
+# position in a listing reads as in `steps`. The type and source of an update, delete or fetch are not restated:
+# the listing or the id they come from fixes both (the steps text states them anyway).
+def _session_text(d: dict, index: int | None) -> str:
+    return f"the session with {d['in1_']}" if index is None else _target_text(d, index)
+
+
+def _position_values(index: int | None) -> dict[str, tuple[str, ...]]:
+    """The position of an update's or delete's target, as `_target_text` writes it (an id names no position)."""
+    return {} if index is None else {"position": (f"the {POSITIONS[index]} session in",)}
+
+
+# How vague texts name a session type: words, not the identifier ("the virtual study sessions of `src1`").
+TYPE_WORDS = {"virtual_study": "virtual study", "group": "group", "comparison_session": "comparison",
+              "main_session": "main", "custom_gene_list": "custom gene list"}
+
+
+def _type_values(type_: str) -> dict[str, tuple[str, ...]]:
+    """A session type as natural and steps texts write it (`group`) or as vague ones do (group session[s])."""
+    words_ = TYPE_WORDS[type_]
+    return {"type": (f"`{type_}`", f"{words_} session", f"{words_} sessions")}
+
+
+def _describe_type(d: dict) -> dict:
+    d["tword"] = TYPE_WORDS[d["type"]]
+    return d
 
 
 def _type_for(state: State, source: str, rng: random.Random, existing: float) -> str:
@@ -152,6 +181,22 @@ class ListSessions(API):
         "fetch every `{type}` session stored under {in0_}; name the resulting list {out0_}",
         "get the list of {in0_}'s `{type}` sessions as {out0_}",
     )
+    natural = (
+        "list the `{type}` sessions of {in0_}",
+        "get all of {in0_}'s `{type}` sessions",
+        "fetch the list of `{type}` sessions stored for {in0_}",
+    )
+    vague = (
+        "see which {tword} sessions {in0_} currently has",
+        "look up every {tword} session stored for {in0_}",
+    )
+    noun = "{nth}listing"
+
+    def values(self, call):
+        return _type_values(call.args["type"])
+
+    def describe(self, call):
+        return _describe_type(super().describe(call))
 
     @staticmethod
     def _types(state: State, source: str) -> list[str]:
@@ -179,6 +224,22 @@ class AddSession(API):
         "save the data {in1_} to the service as a `{type}` session of {in0_}; store its id in {out0_}",
         "create a `{type}` session for source {in0_} with the data {in1_}, naming its id {out0_}",
     )
+    natural = (
+        "add {in1_} as a new `{type}` session of {in0_}",
+        "save {in1_} to the service as a `{type}` session of {in0_}",
+        "create a `{type}` session for {in0_} holding {in1_}",
+    )
+    vague = (
+        "file {in1_} as a {tword} session of {in0_}",
+        "store {in1_} with the service as one of {in0_}'s {tword} sessions",
+    )
+    noun = "id of the {nth}added session"
+
+    def values(self, call):
+        return _type_values(call.args["type"])
+
+    def describe(self, call):
+        return _describe_type(super().describe(call))
 
     def bindings(self, state):
         return [(s.name, d.name) for s in state.of_type(SOURCE) for d in state.of_type(DATA)]
@@ -216,6 +277,24 @@ class QuerySessions(API):
         "find the `{type}` sessions under source {in0_} {criterion}; name the list {out0_}",
         "get {in0_}'s `{type}` sessions {criterion} with a query, storing the list as {out0_}",
     )
+    natural = (
+        "find the `{type}` sessions of {in0_} {plain}",
+        "query {in0_}'s `{type}` sessions for those {plain}",
+        "ask the service for the `{type}` sessions of {in0_} {plain}",
+    )
+    vague = (
+        "find {in0_}'s {tword} sessions {plain}",
+        "look for the {tword} sessions of {in0_} {plain}",
+    )
+    noun = "result of the {nth}search"
+    # natural and vague: the criterion without the field's name; the words after "owned by" etc. are its forms
+    PLAIN = {
+        (EMAIL, "data.owner"): "owned by {in1_}",
+        (EMAIL, "data.members"): "with {in1_} among their members",
+        (DATA, "data.title"): "with the same title as {in1_}",
+        (DATA, "data.owner"): "owned by the owner of {in1_}",
+    }
+    FIELD_FORMS = {"data.owner": "owned by", "data.members": "among their members", "data.title": "same title as"}
     CRITERIA = {
         (EMAIL, "data.owner"): ("{key}", "whose owner (`data.owner`) is {in1_}"),
         (EMAIL, "data.members"): ("{key}", "whose members (`data.members`) include {in1_}"),
@@ -263,7 +342,12 @@ class QuerySessions(API):
     def describe(self, call):
         d = super().describe(call)
         d["criterion"] = self.CRITERIA[(call.args["key_type"], call.args["field"])][1].format(**d)
-        return d
+        d["plain"] = self.PLAIN[(call.args["key_type"], call.args["field"])].format(**d)
+        return _describe_type(d)
+
+    def values(self, call):
+        field = call.args["field"]
+        return {**_type_values(call.args["type"]), "field": (self.FIELD_FORMS[field], f"`{field}`")}
 
 
 class UpdateSession(API):
@@ -278,6 +362,19 @@ class UpdateSession(API):
         "overwrite the stored data of {target}, a `{type}` session of {in0_}, with {in2_} and call the response "
         "status {out0_}",
     )
+    natural = (
+        "update {session} so that its data becomes {in2_}",
+        "store {in2_} as the new data of {session}",
+        "replace what {session} holds by {in2_}",
+    )
+    vague = (
+        "make {in2_} the new content of {session}",
+        "change {session} so that it holds {in2_} instead",
+    )
+    noun = "status code of the {nth}update"
+
+    def values(self, call):
+        return _position_values(call.args["index"])
 
     @staticmethod
     def _fits(state: State, rec: dict, data: dict) -> bool:
@@ -308,6 +405,7 @@ class UpdateSession(API):
     def describe(self, call):
         d = super().describe(call)
         d["target"] = _target_text(d, call.args["index"])
+        d["session"] = _session_text(d, call.args["index"])
         return d
 
 
@@ -318,6 +416,18 @@ class DeleteSession(API):
         "remove {target}, a `{type}` session of {in0_}, from the service; store the HTTP status in {out0_}",
         "ask the service to delete {target} ({in0_}'s `{type}` session), naming the status code {out0_}",
     )
+    natural = (
+        "delete {session}",
+        "remove {session} from the service",
+    )
+    vague = (
+        "withdraw {session}",
+        "get rid of {session} for good",
+    )
+    noun = "status code of the {nth}deletion"
+
+    def values(self, call):
+        return _position_values(call.args["index"])
 
     def bindings(self, state):
         out = []
@@ -338,6 +448,7 @@ class DeleteSession(API):
     def describe(self, call):
         d = super().describe(call)
         d["target"] = _target_text(d, call.args["index"])
+        d["session"] = _session_text(d, call.args["index"])
         return d
 
 
@@ -350,7 +461,31 @@ class TakeFromList(API):
         "from {in0_}, pick the {pos} session and keep {what} as {out0_}",
         "let {out0_} be {what} of the {pos} entry of {in0_}",
     )
+    natural = (
+        "from {in0_}, pick the {pos} session and keep {thing}",
+        "keep {thing} of the {pos} session of {in0_}",
+        "note {thing} of the {pos} session of {in0_}",
+    )
+    vague = (
+        "from {in0_}, single out the {pos} session and keep {thing}",
+        "remember {thing} of the {pos} session of {in0_}",
+    )
     WHAT = {"id": "the id", "data": "the data", "owner": "the owner's e-mail address (`data.owner`)"}
+    THING = {"id": "the id", "data": "the data", "owner": "the owner's e-mail address"}  # natural and vague
+    NOUNS = {"id": "id of the {nth}picked session", "data": "data of the {nth}picked session",
+             "owner": "owner of the {nth}picked session"}
+
+    def nouns(self, call):
+        return [self.NOUNS[call.args["what"]]]
+
+    def values(self, call):
+        """Which session and what of it, together: the forms of `phrases`, `natural` and `vague`."""
+        pos, what = POSITIONS[call.args["index"]], call.args["what"]
+        forms = []
+        for thing in iter_unique((self.WHAT[what], self.THING[what])):
+            forms += [f"{thing} of the {pos} session", f"{thing} of the {pos} entry",
+                      f"the {pos} session and keep {thing}"]
+        return {"pick": tuple(forms)}
 
     @staticmethod
     def _indexes(state: State, lst: str) -> list[int]:
@@ -391,6 +526,7 @@ class TakeFromList(API):
         d = super().describe(call)
         d["pos"] = POSITIONS[call.args["index"]]
         d["what"] = self.WHAT[call.args["what"]]
+        d["thing"] = self.THING[call.args["what"]]
         return d
 
 
@@ -403,6 +539,26 @@ class EditData(API):
         "create new data {out0_} from {in0_} {change}, leaving {in0_} as it is",
         "copy {in0_} into a new dict {out0_} {change}",
     )
+    natural = (
+        "make a copy of {in0_} {plain}",
+        "copy {in0_} into new data {plain}, leaving {in0_} itself unchanged",
+    )
+    vague = (
+        "prepare a copy of {in0_} {plain}",
+        "derive new data from {in0_} {plain}, without altering {in0_}",
+    )
+    noun = "{nth}edited data"
+    PLAIN = {"retitle": "with {suffix} appended to its title", "owner": "with {in1_} as its owner",
+             "remove": "with {in1_} removed from its members", "add": "with {in1_} added at the end of its members"}
+    # the change, as `phrases` (via `describe`'s "change") and the natural and vague texts write it
+    FORMS = {"owner": ("as its owner", "owner (`owner`) set to"), "remove": ("removed from its members",),
+             "add": ("added at the end of its members",)}
+
+    def values(self, call):
+        kind = call.args["kind"]
+        if kind == "retitle":
+            return {"suffix": (repr(call.args["suffix"]),)}
+        return {"change": self.FORMS[kind]}
 
     @staticmethod
     def _kinds(data: dict, email: str | None) -> list[str]:
@@ -477,6 +633,7 @@ class EditData(API):
             d["change"] = f"with {d['in1_']} removed from its members (`members`)"
         else:
             d["change"] = f"with {d['in1_']} added at the end of its members (`members`)"
+        d["plain"] = self.PLAIN[kind].format(**{**d, "suffix": repr(call.args.get("suffix"))})
         return d
 
 
@@ -493,6 +650,15 @@ class FetchSession(API):
         "get the `{type}` session {in1_} of source {in0_} from the service and name its data {out0_}",
         "read back the session {in1_} ({in0_}'s `{type}` session) and store its data (`data`) in {out0_}",
     )
+    natural = (
+        "fetch the session with {in1_} and keep its data",
+        "read back the data of the session with {in1_}",
+    )
+    vague = (
+        "read back the data the service now holds for the session with {in1_}",
+        "look again at what is stored in the session with {in1_}, keeping its data",
+    )
+    noun = "{nth}fetched data"
 
     def bindings(self, state):
         out = []
@@ -641,7 +807,7 @@ class SessionScenario(Scenario):
             return Condition(f'{v}.split("@")[1]', "==", domain, other,
                              f"the domain of `{v}` (the part after '@') is COND")
         if var.type == STATUS:
-            return Condition(v, "==", 200, 404, f"the status code `{v}` is COND")
+            return Condition(v, "==", 200, 404, f"`{v}` is COND")  # reads "the status code of the update is"
         return None  # an id: its value is made by the service, so no constant can be stated for it
 
     def always_result(self, var):

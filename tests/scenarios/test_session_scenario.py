@@ -14,10 +14,12 @@ import re
 
 import pytest
 
+from builder import facts
 from builder.config import BuildConfig
 from builder.fuzz import CoverageRecorder
 from builder.pipeline import build, make_cases
 from builder.program import generate_program
+from builder.translate import TemplateTranslator
 from evaluate.sandbox import Sandbox
 from evaluate.scoring import score
 from scenarios import get_scenario, scenario_names
@@ -192,8 +194,9 @@ def test_instructions_never_quote_stored_values(built):
         for s in stored:
             values |= {s["data"]["title"], s["data"]["description"], s["data"]["owner"], *s["data"]["members"]}
         values |= set(re.findall(r"'([^']*@[^']*)'", t["setup_code"]))  # e-mails declared in the setup block
-        leaked = [v for v in values if v in t["instruction"]]
-        assert not leaked, (t["task_id"], leaked)
+        for variant in ("instruction", "instruction_steps", "instruction_vague"):
+            leaked = [v for v in values if v in t[variant]]
+            assert not leaked, (t["task_id"], variant, leaked)
         assert "BASE_URL = service_url()" in t["setup_code"]
 
 
@@ -275,3 +278,83 @@ def test_fetch_reads_back_a_write_of_this_program(scenario):
                 assert writes, program.reference_code()
                 assert not any(r.api == "fetch_session" and key(r) == key(c) for r in calls[writes[-1] + 1:k])
     assert fetches >= 10
+
+
+# ------------------------------------------------------------------------------ natural and vague instructions
+
+PROSE = ("natural", "vague")
+TEXT_SEEDS = range(150)
+
+
+def _texts(scenario):
+    """(program, {variant: (text, refs)}) for programs with one or two splits, worded with their own seeds."""
+    for s in TEXT_SEEDS:
+        program = generate_program(scenario, random.Random(f"session-test/text/{s}"), CoverageRecorder(),
+                                   branches=1 + s % 2, branch_probability=0.7)
+        yield program, {v: TemplateTranslator().translate(program, random.Random(f"words/{s}/{v}"), v)
+                        for v in ("steps", *PROSE)}
+
+
+def _stated(text: str, form: str) -> list[re.Match]:
+    """Where `text` states `form` standing alone (the rule `builder/facts.py` counts by)."""
+    return list(re.finditer(r"(?<![\w`'\[])" + re.escape(form) + r"(?![\w`'])", text))
+
+
+def test_natural_and_vague_texts_name_no_variable_api_or_path_and_state_every_fact(scenario):
+    apis = [a.name for a in scenario.apis]
+    for program, texts in _texts(scenario):
+        made = {v for c in program.all_calls for v in c.outputs}
+        required = facts.required(program)
+        for variant, (text, refs) in texts.items():
+            assert facts.missing(text, required, refs) == [], (variant, text)
+            if variant == "steps":
+                continue
+            assert [n for n in made if re.search(rf"\b{n}\b", text)] == [], (variant, text)
+            assert [a for a in apis if re.search(rf"\b{a}\b", text, re.I)] == [], (variant, text)
+            if variant == "vague":
+                assert not re.search(r"/api/|data\.(owner|members|title)|\b(GET|POST|PUT|DELETE)\b", text), text
+        refs = texts["natural"].refs
+        for leaf in program.leaves():  # two results one path can reach never read the same
+            phrases = [refs[o] for c in leaf.calls for o in c.outputs]
+            assert len(set(phrases)) == len(phrases), phrases
+
+
+def test_dropping_a_value_from_a_natural_or_vague_text_is_caught(scenario):
+    """Each value the oracle depends on is stated exactly as often as the program needs it, in words no other
+    phrase uses: cutting any one statement out of the text leaves a fact missing."""
+    kinds, cut = set(), 0
+    for program, texts in _texts(scenario):
+        required = facts.required(program)
+        groups: dict[tuple[str, ...], list] = {}
+        for f in required:
+            if f.kind == "value":
+                groups.setdefault(f.forms, []).append(f)
+        for variant in PROSE:
+            text, refs = texts[variant]
+            for forms, group in groups.items():
+                found = sorted((m for form in forms for m in _stated(text, form)), key=lambda m: m.start())
+                assert len(found) == len(group), (variant, forms, text)
+                m = found[0]
+                dropped = text[:m.start()] + text[m.end():]
+                lost = facts.missing(dropped, required, refs)
+                assert any(f"{group[0].what}:" in line for line in lost), (variant, forms, lost)
+                kinds.add(group[0].what)
+                cut += 1
+    assert cut >= 300
+    assert {"list_sessions: type", "add_session: type", "query_sessions: type", "query_sessions: field",
+            "update_session: position", "delete_session: position", "take: pick", "edit_data: suffix",
+            "edit_data: change"} <= kinds
+
+
+def test_a_text_without_the_type_position_or_picked_part_misses_it(scenario):
+    """The session type, a target's position and which part of a session is picked are facts of their own."""
+    checked = set()
+    for program, texts in _texts(scenario):
+        text, refs = texts["natural"]
+        required = facts.required(program)
+        for old, new, what in (("`group`", "`main_session`", "type"), ("last session in", "session in", "position"),
+                               ("the id of the first session", "the data of the first session", "take: pick")):
+            if old in text and text.count(old) == 1:
+                assert any(what in line for line in facts.missing(text.replace(old, new), required, refs)), text
+                checked.add(what)
+    assert checked == {"type", "position", "take: pick"}
