@@ -178,3 +178,16 @@ def test_unknown_translator_is_refused_before_any_work():
 
     with pytest.raises(ValueError, match="template"):
         BuildConfig(translator="gpt-nothing")
+
+
+@pytest.mark.parametrize("name", ["tensor", "session", "voice"])
+def test_no_two_results_on_one_path_share_a_phrase(name, translator):
+    """A natural or vague text names an output only by its phrase, so one phrase must mean one variable there."""
+    scenario, recorder = get_scenario(name), CoverageRecorder()
+    for seed in range(60):
+        p = generate_program(scenario, random.Random(seed), recorder, branches=2, branch_probability=0.7)
+        for variant in ("natural", "vague"):
+            _, refs = translator.translate(p, random.Random(seed), variant)
+            for leaf in p.leaves():
+                phrases = [refs[o] for c in leaf.calls for o in c.outputs]
+                assert len(set(phrases)) == len(phrases), (seed, variant, phrases)
