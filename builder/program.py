@@ -273,11 +273,39 @@ class _Grower:
         mine = (rng.randint(0, left) if alive else left) if left else 0
         sides = []
         for share in (mine, left - mine if alive else 0):
-            twin = state.branch_copy()
-            sides.append(self.path(twin, remaining, share, nested=True))
+            for _ in range(SIDE_TRIES):  # an else side that repeats the then side would make the test pointless
+                side = self.path(state.branch_copy(), remaining, share, nested=True)
+                if not sides or _signature(side) != _signature(sides[0]):
+                    break
+            sides.append(side)
+        if _signature(sides[0]) == _signature(sides[1]):  # the only calls left are the same on both sides
+            self.notes.append("both sides of the split would do the same; no split")
+            return Path(calls + sides[0].calls, sides[0].state, sides[0].split)
         if not alive:
             self.notes.append(f"the else branch is dead ({condition.dead_reason}); only the original test case is kept")
         return Path(calls, state, Split(COND, condition, sides[0], sides[1]))
+
+
+SIDE_TRIES = 4  # draws of an else side before one that repeats the then side is kept
+
+
+def _signature(path: Path) -> tuple:
+    """What a side of a split does, whatever its variables are called: each call's API, arguments and inputs,
+    an input made on this side written as the position of the call output it is."""
+    made: dict[str, str] = {}
+    out = []
+
+    def walk(p: Path) -> None:
+        for call in p.calls:
+            out.append((call.api, tuple(made.get(i, i) for i in call.inputs), repr(sorted(call.args.items()))))
+            made.update({o: f"#{len(made)}" for o in call.outputs})
+        if p.split:
+            out.append(("if", repr(p.split.condition.left), p.split.condition.op))
+            walk(p.split.then)
+            walk(p.split.orelse)
+
+    walk(path)
+    return tuple(out)
 
 
 def generate_program(
@@ -298,7 +326,7 @@ def generate_program(
     grower = _Grower(scenario, rng, recorder, guided, branch_probability, notes, recency)
     root = grower.path(state, calls_per_path, branches)
     if root.split is None:
-        return Program(scenario, initial, root.calls, Path([], state), notes=notes)
+        return Program(scenario, initial, root.calls, Path([], root.state), notes=notes)
     top = root.split
     program = Program(scenario, initial, root.calls, top.then, top.orelse, top.condition, notes)
     splits = program.splits()

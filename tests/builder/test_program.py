@@ -209,3 +209,15 @@ def test_fuzzed_complexity_is_within_bounds(programs):
         longest = max(len(c) for c in p.paths())
         assert 1 <= p.path_depth() <= longest
         assert 0 <= p.binding_count() <= len(p.all_calls)
+
+
+@pytest.mark.parametrize("name", ["tensor", "session", "voice"])
+def test_the_two_sides_of_a_split_never_do_the_same_thing(name):
+    """Sides equal up to variable names would make the condition pointless (and its test case a duplicate)."""
+    from builder.program import _signature
+
+    scenario, recorder = get_scenario(name), CoverageRecorder()
+    for seed in range(200):
+        p = generate_program(scenario, random.Random(seed), recorder, branch_probability=1.0, branches=2)
+        for split in p.splits():
+            assert _signature(split.then) != _signature(split.orelse), (seed, p.reference_code())
