@@ -126,6 +126,7 @@ def fuzz(config: BuildConfig, scenario_name: str, rejections: Counter) -> tuple[
 # text is what earlier versions wrote for the same seed.
 PURPOSES = {"steps": "translate", "natural": "translate-natural", "vague": "translate-vague"}
 ACCEPTED = ("template", "OK")
+FACT_LOST = "translation leaves out a fact the oracle checks"  # the rejection reason, after the variant
 
 
 def keep(items: list, reason, rejections: Counter, scenario=lambda item: item.scenario) -> list:
@@ -159,7 +160,7 @@ def translate(config: BuildConfig, drafts: list[Draft], rejections: Counter) -> 
             checked = d.facts if t.refs is not None else [f for f in d.facts if f.kind != "result"]
             lost = facts.missing(t.instruction, checked, t.refs)
             if lost:
-                return f"{variant} translation leaves out a fact the oracle checks"
+                return f"{variant} {FACT_LOST}"
         return None
 
     return keep(drafts, reason, rejections)
@@ -309,11 +310,12 @@ def build(config: BuildConfig) -> dict:
         fresh = prepare(config)
     rejections: Counter = Counter()
     records: dict[str, list[dict]] = {}
-    stats, curves = {}, {}
+    stats, curves, translated = {}, {}, {}
     limits = Limits(timeout_s=config.timeout_s)
     with Sandbox(config.workers, limits) as sandbox:
         for name in config.scenarios:
             drafts, curve = fuzz(config, name, rejections)
+            translated[name] = len(drafts)
             drafts = filter_leaks(translate(config, drafts, rejections), rejections)
             if fresh:
                 drafts = fresh.drop_overlaps(drafts, rejections)
@@ -328,6 +330,9 @@ def build(config: BuildConfig) -> dict:
         "attempts": {s: config.n for s in config.scenarios},
         "kept": {s: len(r) for s, r in records.items()},
         "rejections": dict(sorted(rejections.items())),
+        "fact_check": {s: {"tasks": translated[s],  # translated in every variant; rejected: by the fact check
+                           "rejected": {v: rejections[f"{s}: {v} {FACT_LOST}"] for v in VARIANTS}}
+                       for s in config.scenarios},
         "statistics": stats,
         "coverage_curve": curves,
         "seconds": round(time.perf_counter() - started, 2),

@@ -90,6 +90,9 @@ def test_folder_has_card_shards_and_manifest(small_build):
     assert manifest["counts"] == {"tensor": len(rows)} == report["kept"]
     assert report["attempts"]["tensor"] == SMALL["n"]
     assert report["kept"]["tensor"] + sum(report["rejections"].values()) == SMALL["n"]
+    assert report["fact_check"]["tensor"]["rejected"] == {"natural": 0, "steps": 0, "vague": 0}
+    assert 0 < report["fact_check"]["tensor"]["tasks"] <= SMALL["n"]
+    assert all(r["facts"] and r["instruction"] != r["instruction_steps"] != r["instruction_vague"] for r in rows)
     assert report["manifest"]["content_hash"] == manifest["content_hash"]
     curve = report["coverage_curve"]["tensor"]
     assert len(curve) == SMALL["n"] and curve == sorted(curve)
