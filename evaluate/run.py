@@ -19,7 +19,7 @@ from evaluate.progress import progress
 from evaluate.provenance import library_versions
 from evaluate.prompts import build_messages, extract_code
 from evaluate.sandbox import Limits, Sandbox
-from evaluate.scoring import run_containment, score, summarize
+from evaluate.scoring import every_k, run_containment, score, summarize
 from evaluate.statuses import STATUSES
 
 
@@ -125,8 +125,7 @@ def run(config: EvalConfig) -> dict:
     with Sandbox(config.workers, Limits(timeout_s=config.timeout_s)) as sandbox:
         results = score(tasks, codes, sandbox)
     n = min((len(v) for v in codes.values()), default=1)
-    ks = tuple(k for k in (1, 5, 10) if k <= n)
-    summary = summarize(results, ks)
+    summary = summarize(results, every_k(n))
     containment = run_containment(results)
 
     report = {
@@ -209,8 +208,13 @@ def write_report(out: Path, report: dict, name: str) -> tuple[Path, Path]:
     return kept, out / name
 
 
+TABLE_KS = (1, 5, 10)  # the pass@k columns printed, with the largest k; results.json holds every k <= n
+
+
 def format_table(summary: dict) -> str:
-    ks = [k for k in summary["overall"] if k.startswith("pass@")]
+    reported = [int(k[5:]) for k in summary["overall"] if k.startswith("pass@")]
+    shown = sorted({k for k in reported if k in TABLE_KS} | ({max(reported)} if reported else set()))
+    ks = [f"pass@{k}" for k in shown] + [k for k in ("success@1",) if k in summary["overall"]]
     head = ["scenario", "tasks", *ks, *STATUSES]
     rows = [head]
     for name, block in [*summary["scenarios"].items(), ("overall", summary["overall"])]:
