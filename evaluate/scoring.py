@@ -46,6 +46,7 @@ class SampleResult:
     error: str = ""
     cases: list[dict] = field(default_factory=list)  # per test case: name, status, error, seconds
     containment: str | None = None  # the weakest containment its test cases ran under (None: no program ran)
+    tokens: dict | None = None  # {"prompt": ..., "completion": ...} the reply cost, when known (evaluate.usage)
 
     def to_dict(self, run_containment: str | None = None) -> dict:
         """The sample's row in results.json: its containment is written only where it is not the run's."""
