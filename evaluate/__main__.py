@@ -7,6 +7,8 @@ Examples:
   python -m evaluate --model my-model --backend openai --base-url http://localhost:8000/v1   # vllm serve
   python -m evaluate --model smollm2                                   # offline GGUF on the CPU (slow)
   python -m evaluate --samples answers.jsonl                           # {"task_id": ..., "code": ...} per line
+  python -m evaluate --model gpt-4.1-nano --price-in 0.10 --price-out 0.40   # and what the run cost, in USD
+  python -m evaluate.report results/*/*/results.json                   # compare runs side by side
 
 Generations are cached in <out>/<model>/<revision>/generations.jsonl; running the same command again resumes.
 """
@@ -16,10 +18,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evaluate.arguments import INTERRUPTED, Parser, at_least_one, positive_seconds
+from evaluate.arguments import INTERRUPTED, Parser, at_least_one, positive_seconds, price
 from evaluate.models import ALIASES, BACKENDS, Sampling
 from evaluate.run import EvalConfig
 from evaluate.prompts import VARIANTS
+from evaluate.usage import Price
 
 
 def parse_args(argv: list[str] | None = None) -> EvalConfig:
@@ -68,9 +71,18 @@ def parse_args(argv: list[str] | None = None) -> EvalConfig:
     t.add_argument("--timeout", type=positive_seconds, default=d.timeout_s, dest="timeout_s",
                    help=f"seconds per test case (default {d.timeout_s})")
     t.add_argument("--plot", action="store_true", help="also write PNG figures (needs matplotlib)")
+    c = p.add_argument_group(
+        "cost", "Every run records the prompt and completion tokens of each sample and their sums (results.json: "
+        "usage). Give both prices to have them turned into USD, per run and per scenario.")
+    c.add_argument("--price-in", type=price, default=None, metavar="USD",
+                   help="price of a million prompt (input) tokens, e.g. 0.10")
+    c.add_argument("--price-out", type=price, default=None, metavar="USD",
+                   help="price of a million completion (output) tokens, e.g. 0.40")
     a = p.parse_args(argv)
     if not a.model and not a.samples:
         p.error("pass --model (an alias such as 'reference', or a model id with --backend) or --samples FILE")
+    if (a.price_in is None) != (a.price_out is None):
+        p.error("--price-in and --price-out go together: give both (0 for a side that is free)")
     scenarios = [x.strip() for x in a.scenario.split(",")] if a.scenario else None
     sampling = Sampling(temperature=0.0 if a.greedy else a.temperature, max_new_tokens=a.max_new_tokens, seed=a.seed)
     options = {"base_url": a.base_url, "concurrency": a.concurrency, "tensor_parallel_size": a.tensor_parallel_size,
@@ -80,6 +92,7 @@ def parse_args(argv: list[str] | None = None) -> EvalConfig:
         model=a.model, backend=a.backend, dataset=a.dataset, revision=a.revision, scenarios=scenarios,
         n_samples=a.n_samples, samples=a.samples, out=a.out, limit=a.limit, since=a.since, workers=a.workers,
         timeout_s=a.timeout_s, sampling=sampling, backend_options=options, plot=a.plot, variant=a.variant,
+        price=None if a.price_in is None else Price(a.price_in, a.price_out),
     )
 
 
@@ -87,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     config = parse_args(argv)
     from evaluate.data import DatasetError
     from evaluate.models import BackendError, UnknownModel
-    from evaluate.run import format_table, resume_note, run
+    from evaluate.run import format_table, format_usage, resume_note, run
 
     try:
         report = run(config)
@@ -98,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"interrupted; {resume_note(config)}", file=sys.stderr)
         return INTERRUPTED
     print(format_table(report["summary"]))
+    print(format_usage(report["usage"]))
     print(f"wrote {report['path']}")
     print(f"kept this run as {report['run_path']}")
     for fig in report.get("figures", []):

@@ -35,6 +35,17 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def price(text: str) -> float:
+    """A price in USD per million tokens: a finite number, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected USD per million tokens (e.g. 0.40), got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be USD per million tokens, 0 or more, got {text}")
+    return value
+
+
 class Parser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line (argparse's own first prints the whole usage block)."""
 

@@ -12,15 +12,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from evaluate.data import DatasetError, created_after, load_tasks, results_name, sample_lines
-from evaluate.models import Request, Sampling, get_backend, resolve
+from evaluate.models import Request, Sampling, Usage, get_backend, resolve
 from evaluate.models.cache import GenerationCache, prompt_key
+from evaluate.models.tokens import estimate, prompt_tokens
 from evaluate.names import slug
 from evaluate.progress import progress
 from evaluate.provenance import library_versions
 from evaluate.prompts import build_messages, extract_code
 from evaluate.sandbox import Limits, Sandbox
-from evaluate.scoring import run_containment, score, summarize
+from evaluate.scoring import every_k, run_containment, score, summarize
 from evaluate.statuses import STATUSES
+from evaluate.usage import Price, sample_tokens, summarize_usage
 
 
 @dataclass
@@ -41,6 +43,7 @@ class EvalConfig:
     plot: bool = False
     since: str | None = None  # YYYY-MM-DD: score only tasks created after it (a fresh split's window)
     variant: str = "natural"  # which instruction the model is shown: natural, steps or vague
+    price: Price | None = None  # USD per million prompt / completion tokens: the run's cost is reported
 
     @property
     def model_name(self) -> str:
@@ -63,8 +66,10 @@ def read_samples(path: str, task_ids: set[str]) -> dict[str, list[str | None]]:
     return dict(codes)
 
 
-def generate(config: EvalConfig, tasks: list[dict]) -> dict[str, list[str | None]]:
-    """Replies for every task and sample: from the cache where possible, else from the backend."""
+def generate(config: EvalConfig, tasks: list[dict]) -> tuple[dict[str, list[str | None]],
+                                                              dict[tuple[str, int], Usage | None]]:
+    """Replies for every task and sample, and the tokens each cost: from the cache where possible (a cached
+    reply keeps its usage), else from the backend."""
     backend = get_backend(config.model, config.backend, **config.backend_options)
     cache = GenerationCache(run_dir(config) / "generations.jsonl")
     requests, keys = [], {}
@@ -82,7 +87,7 @@ def generate(config: EvalConfig, tasks: list[dict]) -> dict[str, list[str | None
     bar = progress(len(todo), f"generate ({config.model})", unit="reply")
 
     def on_reply(r: Request, reply: str) -> None:
-        cache.add(keys[(r.task_id, r.sample)], r.task_id, r.sample, reply)
+        cache.add(keys[(r.task_id, r.sample)], r.task_id, r.sample, reply, r.usage)
         bar.update(1)
 
     try:
@@ -94,7 +99,19 @@ def generate(config: EvalConfig, tasks: list[dict]) -> dict[str, list[str | None
     replies: dict[str, list[str | None]] = defaultdict(list)
     for r in requests:
         replies[r.task_id].append(cache.replies[keys[(r.task_id, r.sample)]])
-    return dict(replies)
+    usage = {(r.task_id, r.sample): cache.usage.get(keys[(r.task_id, r.sample)]) for r in requests}
+    return dict(replies), usage
+
+
+def samples_usage(config: EvalConfig, tasks: list[dict], codes: dict[str, list[str | None]]) -> dict:
+    """cl100k_base estimates for pre-written code: the prompt this variant would show, and the code."""
+    usage = {}
+    for t in tasks:
+        messages = build_messages(t, config.variant)
+        prompt = prompt_tokens(messages)
+        for s, code in enumerate(codes.get(t["task_id"], [])):
+            usage[(t["task_id"], s)] = estimate(messages, code, prompt)
+    return usage
 
 
 def resume_note(config: EvalConfig) -> str:
@@ -117,17 +134,21 @@ def run(config: EvalConfig) -> dict:
     if config.samples:
         codes = read_samples(config.samples, {t["task_id"] for t in tasks})
         backend = "samples"
+        usage = samples_usage(config, tasks, codes)
     else:
-        replies = generate(config, tasks)
+        replies, usage = generate(config, tasks)
         codes = {tid: [extract_code(x) for x in rs] for tid, rs in replies.items()}
         backend = resolve(config.model, config.backend)[1]
 
     with Sandbox(config.workers, Limits(timeout_s=config.timeout_s)) as sandbox:
         results = score(tasks, codes, sandbox)
     n = min((len(v) for v in codes.values()), default=1)
-    ks = tuple(k for k in (1, 5, 10) if k <= n)
-    summary = summarize(results, ks)
+    summary = summarize(results, every_k(n))
     containment = run_containment(results)
+    for r in results:
+        r.tokens = sample_tokens(usage.get((r.task_id, r.sample)))
+    usage_block = summarize_usage([(r.scenario, r.tokens) for r in results],
+                                  {u.counted_by for u in usage.values() if u is not None}, config.price)
 
     report = {
         "model": config.model_name,
@@ -151,6 +172,8 @@ def run(config: EvalConfig) -> dict:
         "versions": library_versions("stateeval", "torch", "datasets", "openai", "transformers", "vllm"),
         "evaluated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "summary": summary,
+        # tokens and cost: outside `summary`, which holds only what re-scoring the code reproduces
+        "usage": usage_block,
         "samples": [r.to_dict(containment) for r in results],
     }
     out = run_dir(config)
@@ -209,8 +232,13 @@ def write_report(out: Path, report: dict, name: str) -> tuple[Path, Path]:
     return kept, out / name
 
 
+TABLE_KS = (1, 5, 10)  # the pass@k columns printed, with the largest k; results.json holds every k <= n
+
+
 def format_table(summary: dict) -> str:
-    ks = [k for k in summary["overall"] if k.startswith("pass@")]
+    reported = [int(k[5:]) for k in summary["overall"] if k.startswith("pass@")]
+    shown = sorted({k for k in reported if k in TABLE_KS} | ({max(reported)} if reported else set()))
+    ks = [f"pass@{k}" for k in shown] + [k for k in ("success@1",) if k in summary["overall"]]
     head = ["scenario", "tasks", *ks, *STATUSES]
     rows = [head]
     for name, block in [*summary["scenarios"].items(), ("overall", summary["overall"])]:
@@ -222,3 +250,14 @@ def format_table(summary: dict) -> str:
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def format_usage(usage: dict) -> str:
+    """One line: the run's tokens and, when priced, its cost."""
+    o = usage["overall"]
+    line = (f"tokens: {o['prompt_tokens']:,} prompt + {o['completion_tokens']:,} completion"
+            f" (counted by {usage['counted_by'] or 'nothing'}")
+    line += f"; {o['samples'] - o['counted']} of {o['samples']} samples unknown)" if o["counted"] < o["samples"] else ")"
+    if o["cost_usd"] is not None:
+        line += f"; cost ${o['cost_usd']:.4f}"
+    return line

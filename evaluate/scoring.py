@@ -3,6 +3,13 @@
 A sample passes when every test case (one per branch) runs and its RESULT and side effects match. Otherwise it
 gets the status of its first failing test case, in the paper's taxonomy plus two: syntax_error, execution_error,
 result_error, timeout, no_code (nothing extractable in the reply).
+
+Two estimates per k, both unbiased (Chen et al., 2021), both means over tasks:
+- pass@k: at least one of k samples passes every test case;
+- success@k: at least one of k samples *runs* on every test case, i.e. each test case ends in `pass` or
+  `result_error` (the program reached its end without raising and within its time limit; whether RESULT was right
+  is not asked). A sample with no code, a syntax error, an exception or a timeout on any test case does not.
+  ExploraCoder's Success@k ("the code runs without error"), made precise with this harness's statuses.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from evaluate.statuses import (
     NO_CODE,
     OK,
     PASS,
+    RAN,
     RESULT_ERROR,
     SETUP_ERROR,
     STATUSES,
@@ -38,6 +46,7 @@ class SampleResult:
     error: str = ""
     cases: list[dict] = field(default_factory=list)  # per test case: name, status, error, seconds
     containment: str | None = None  # the weakest containment its test cases ran under (None: no program ran)
+    tokens: dict | None = None  # {"prompt": ..., "completion": ...} the reply cost, when known (evaluate.usage)
 
     def to_dict(self, run_containment: str | None = None) -> dict:
         """The sample's row in results.json: its containment is written only where it is not the run's."""
@@ -102,7 +111,8 @@ def score(tasks: list[dict], codes: dict[str, list[str | None]], sandbox: Sandbo
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
-    """The unbiased estimator of Chen et al. (2021): 1 - C(n - c, k) / C(n, k)."""
+    """The unbiased estimator of Chen et al. (2021): 1 - C(n - c, k) / C(n, k). With c the samples that ran
+    (`succeeded`) rather than passed, the same estimator gives success@k."""
     if k > n:
         raise ValueError(f"pass@{k} needs at least {k} samples per task, got {n}")
     if n - c < k:
@@ -110,24 +120,34 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - comb(n - c, k) / comb(n, k)
 
 
+def succeeded(r: SampleResult) -> bool:
+    """The sample ran without error on every test case (see the module's docstring): what success@k counts."""
+    return r.status in RAN and all(c.get("status") in RAN for c in r.cases)
+
+
+def every_k(n: int) -> tuple[int, ...]:
+    """The k reported for n samples per task: every k from 1 to n."""
+    return tuple(range(1, max(1, n) + 1))
+
+
 def summarize(results: list[SampleResult], ks: tuple[int, ...] = (1,)) -> dict:
-    """pass@k overall and per scenario (mean over tasks), and the status distribution."""
+    """pass@k and success@k overall and per scenario (means over the tasks with at least k samples), and the
+    status distribution."""
     per_task: dict[str, list[SampleResult]] = defaultdict(list)
     for r in results:
         per_task[r.task_id].append(r)
+    passes = {tid: sum(r.status == PASS for r in rs) for tid, rs in per_task.items()}
+    successes = {tid: sum(succeeded(r) for r in rs) for tid, rs in per_task.items()}
     by_scenario: dict[str, list[str]] = defaultdict(list)
     for task_id, rs in per_task.items():
         by_scenario[rs[0].scenario].append(task_id)
 
     def block(task_ids: list[str]) -> dict:
         out: dict = {"tasks": len(task_ids)}
-        for k in ks:
-            vals = []
-            for tid in task_ids:
-                rs = per_task[tid]
-                if len(rs) >= k:
-                    vals.append(pass_at_k(len(rs), sum(r.status == PASS for r in rs), k))
-            out[f"pass@{k}"] = sum(vals) / len(vals) if vals else None
+        for metric, counts in (("pass", passes), ("success", successes)):
+            for k in ks:
+                vals = [pass_at_k(len(per_task[tid]), counts[tid], k) for tid in task_ids if len(per_task[tid]) >= k]
+                out[f"{metric}@{k}"] = sum(vals) / len(vals) if vals else None
         statuses = Counter(r.status for tid in task_ids for r in per_task[tid])
         out["statuses"] = {s: statuses.get(s, 0) for s in STATUSES}
         return out

@@ -14,6 +14,9 @@ TIMEOUT = "timeout"
 NO_CODE = "no_code"  # nothing that could be code in the reply
 # A sample's status: the paper's taxonomy plus timeout and no_code, in the order tables and charts show them.
 STATUSES = (PASS, SYNTAX_ERROR, EXECUTION_ERROR, RESULT_ERROR, TIMEOUT, NO_CODE)
+# The test-case statuses of a program that ran to its end without raising and within its time limit, whether or
+# not its RESULT was right: a sample all of whose test cases end in one of these counts towards success@k.
+RAN = frozenset({PASS, RESULT_ERROR})
 
 OK = "ok"  # the program ran and RESULT was read; scoring then compares it with the oracle
 SETUP_ERROR = "setup_error"  # the dataset's setup block failed: the task is broken, not the answer

@@ -2,8 +2,10 @@
 
 A backend turns requests (one per task and sample, carrying the chat messages from `evaluate.prompts`) into raw
 replies. It calls `on_reply(request, reply)` as each one finishes, so the caller can write it to the generation
-cache at once: a killed run loses at most its in-flight requests. This is also the one place the builder's LLM
-translation agents talk to models.
+cache at once: a killed run loses at most its in-flight requests. Before that call it sets `request.usage` to the
+tokens the reply cost, as the backend knows them (the API's `usage` fields, the model's tokenizer, or an estimate),
+or leaves it None when it cannot tell. This is also the one place the builder's LLM translation agents talk to
+models.
 
 Model aliases live in `ALIASES`; any other name is a model id for the backend given with `--backend`.
 """
@@ -23,12 +25,37 @@ class Sampling:
     seed: int = 0
 
 
+# How a reply's tokens were counted, from the most to the least exact: the endpoint's own `usage` fields, the
+# model's tokenizer (hf, vllm), or cl100k_base over the message texts (replayed code: no model was asked).
+COUNTED_BY_API, COUNTED_BY_TOKENIZER, COUNTED_BY_CL100K = "api", "tokenizer", "cl100k_base"
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int
+    completion_tokens: int
+    counted_by: str  # one of the COUNTED_BY_* names
+
+    def to_dict(self) -> dict:
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "counted_by": self.counted_by}
+
+    @classmethod
+    def from_dict(cls, row) -> "Usage | None":
+        """A cached usage, or None for a line written without one (or a damaged one)."""
+        try:
+            return cls(int(row["prompt_tokens"]), int(row["completion_tokens"]), str(row["counted_by"]))
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
 @dataclass
 class Request:
     task_id: str
     sample: int  # 0..n-1; backends derive a per-sample seed from it
     messages: list[dict]
     task: dict = field(repr=False, default_factory=dict)  # the record; only the `reference` backend reads it
+    usage: Usage | None = field(default=None, repr=False)  # set by the backend before on_reply (see above)
 
 
 OnReply = Callable[[Request, str], None]

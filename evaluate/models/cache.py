@@ -8,7 +8,7 @@ import threading
 from dataclasses import asdict
 from pathlib import Path
 
-from evaluate.models import Sampling
+from evaluate.models import Sampling, Usage
 
 
 def prompt_key(messages: list[dict], sampling: Sampling, model: str, sample: int) -> str:
@@ -22,11 +22,14 @@ class GenerationCache:
 
     A re-run reuses every line whose key matches its request, so a killed run loses at most its in-flight
     requests, and a changed prompt, dataset or sampling parameter is generated afresh rather than reused.
+    A line keeps the reply's token usage beside it, so a resumed run reports what the replies cost when they were
+    generated; a line written without one (an older cache) has none in `usage`.
     """
 
     def __init__(self, path: Path):
         self.path = path
         self.replies: dict[str, str] = {}
+        self.usage: dict[str, Usage] = {}
         if path.is_file():
             for line in path.read_text().splitlines():
                 try:
@@ -34,17 +37,29 @@ class GenerationCache:
                     self.replies[row["key"]] = row["reply"]
                 except (json.JSONDecodeError, KeyError, TypeError):
                     continue  # a line cut short by a kill: that request is simply generated again
+                usage = Usage.from_dict(row.get("usage"))
+                if usage is not None:
+                    self.usage[row["key"]] = usage
+                else:
+                    self.usage.pop(row["key"], None)
         self._lock = threading.Lock()
         self._file = None
 
-    def add(self, key: str, task_id: str, sample: int, reply: str) -> None:
+    def add(self, key: str, task_id: str, sample: int, reply: str, usage: Usage | None = None) -> None:
+        row = {"key": key, "task_id": task_id, "sample": sample, "reply": reply}
+        if usage is not None:
+            row["usage"] = usage.to_dict()
         with self._lock:
             if self._file is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._file = open(self.path, "a")
-            self._file.write(json.dumps({"key": key, "task_id": task_id, "sample": sample, "reply": reply}) + "\n")
+            self._file.write(json.dumps(row) + "\n")
             self._file.flush()
             self.replies[key] = reply
+            if usage is not None:
+                self.usage[key] = usage
+            else:
+                self.usage.pop(key, None)
 
     def close(self) -> None:
         with self._lock:

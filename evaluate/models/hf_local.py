@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from evaluate.models import Backend, BackendError, OnReply, Request, Sampling, missing_extra
+from evaluate.models import COUNTED_BY_TOKENIZER, Backend, BackendError, OnReply, Request, Sampling, Usage, missing_extra
 
 
 def locate(model: str) -> tuple[str, str | None]:
@@ -31,6 +31,17 @@ def locate(model: str) -> tuple[str, str | None]:
             raise BackendError(f"GGUF file {model} not found")
         return str(path.parent), path.name
     return model, None
+
+
+def generated_length(ids: list[int], tokenizer) -> int:
+    """Tokens the model generated: a batch pads a reply that stopped early up to the longest one, so the count
+    ends at its end-of-sequence token (counted) or, where padding is not that token, at the first pad."""
+    for i, token in enumerate(ids):
+        if token == tokenizer.eos_token_id:
+            return i + 1
+        if token == tokenizer.pad_token_id:
+            return i
+    return len(ids)
 
 
 class HFBackend(Backend):
@@ -75,5 +86,7 @@ class HFBackend(Backend):
                     top_p=sampling.top_p if not greedy else None, pad_token_id=tokenizer.pad_token_id,
                 )
             new = out[:, inputs["input_ids"].shape[1]:]
-            for r, ids in zip(batch, new):
+            prompt_lengths = inputs["attention_mask"].sum(dim=1).tolist()  # left padding is not the prompt's
+            for r, ids, prompt in zip(batch, new, prompt_lengths):
+                r.usage = Usage(int(prompt), generated_length(ids.tolist(), tokenizer), COUNTED_BY_TOKENIZER)
                 on_reply(r, tokenizer.decode(ids, skip_special_tokens=True))

@@ -15,7 +15,7 @@ import socket
 import urllib.request
 from urllib.parse import urlsplit
 
-from evaluate.models import Backend, BackendError, OnReply, Request, Sampling, missing_extra
+from evaluate.models import COUNTED_BY_API, Backend, BackendError, OnReply, Request, Sampling, Usage, missing_extra
 from evaluate.retry import backoff_s
 
 DEFAULT_CONCURRENCY = 32
@@ -95,6 +95,7 @@ class OpenAIBackend(Backend):
         for attempt in range(1, self.max_attempts + 1):
             try:
                 response = await client.chat.completions.create(**kwargs)
+                r.usage = api_usage(response)
                 return response.choices[0].message.content or ""
             except (openai.RateLimitError, openai.InternalServerError, openai.APIConnectionError) as exc:
                 retryable = exc
@@ -110,6 +111,16 @@ class OpenAIBackend(Backend):
                 raise BackendError(f"{r.task_id}: giving up after {attempt} attempts: {retryable}") from retryable
             await asyncio.sleep(max(backoff_s(attempt, self.backoff_s), _retry_after(retryable)))
         raise AssertionError("unreachable")
+
+
+def api_usage(response) -> Usage | None:
+    """The tokens the endpoint billed for this reply, from its `usage` fields; None when it sent none (some
+    OpenAI-compatible servers do not)."""
+    usage = getattr(response, "usage", None)
+    try:
+        return Usage(int(usage.prompt_tokens), int(usage.completion_tokens), COUNTED_BY_API)
+    except (AttributeError, TypeError, ValueError):
+        return None
 
 
 def _retry_after(exc: Exception) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from evaluate.models import Backend, OnReply, Request, Sampling
+from evaluate.models.tokens import estimate
 
 
 class ReferenceBackend(Backend):
@@ -14,4 +15,6 @@ class ReferenceBackend(Backend):
     def generate(self, requests: list[Request], sampling: Sampling, on_reply: OnReply) -> None:
         for r in requests:
             # Fenced like a model's reply, so the replay also exercises code extraction.
-            on_reply(r, f"```python\n{r.task['reference_program']}```")
+            reply = f"```python\n{r.task['reference_program']}```"
+            r.usage = estimate(r.messages, reply)  # no model was asked: what a reply of this size would cost
+            on_reply(r, reply)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from evaluate.models import Backend, BackendError, OnReply, Request, Sampling, missing_extra
+from evaluate.models import COUNTED_BY_TOKENIZER, Backend, BackendError, OnReply, Request, Sampling, Usage, missing_extra
 
 
 class VLLMBackend(Backend):
@@ -47,4 +47,6 @@ class VLLMBackend(Backend):
         # vLLM's own bar, only on a terminal: in a log its carriage-return redraws pile up (evaluate.progress)
         outputs = llm.chat([r.messages for r in requests], params, use_tqdm=sys.stderr.isatty())
         for r, out in zip(requests, outputs):
+            # the model's own tokens: the templated prompt vLLM ran, and the tokens it generated
+            r.usage = Usage(len(out.prompt_token_ids or ()), len(out.outputs[0].token_ids or ()), COUNTED_BY_TOKENIZER)
             on_reply(r, out.outputs[0].text)

@@ -2,6 +2,8 @@
 
 `ScriptedServer(reply=fn, delay_s=0.2)` answers POST /v1/chat/completions in a thread per request. `fn(body)`
 returns the reply text, or an int HTTP status to fail with (429, 500, ...). Every request body is recorded.
+Each answer carries the API's `usage` fields, from `usage(body, reply)` (by default `word_usage`: whitespace-
+separated words, so a test can recompute them); `usage=None` sends none, as some compatible servers do.
 It binds 127.0.0.1 on a free port and never touches the network beyond loopback.
 """
 
@@ -26,9 +28,18 @@ def send_json(handler: BaseHTTPRequestHandler, status: int, payload, headers: di
     handler.wfile.write(data)
 
 
+def word_usage(body: dict, reply: str) -> dict:
+    """Token counts a test can recompute: the words of every message's content, and of the reply."""
+    prompt = sum(len(str(m.get("content") or "").split()) for m in body.get("messages", []))
+    completion = len(reply.split())
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
 class ScriptedServer:
-    def __init__(self, reply: Callable[[dict], str | int], delay_s: float = 0.0):
+    def __init__(self, reply: Callable[[dict], str | int], delay_s: float = 0.0,
+                 usage: Callable[[dict, str], dict] | None = word_usage):
         self.reply = reply
+        self.usage = usage
         self.delay_s = delay_s
         self.requests: list[dict] = []
         self.in_flight = 0
@@ -55,13 +66,15 @@ class ScriptedServer:
                     self._send(answer, {"error": {"message": f"scripted {answer}", "type": "scripted"}},
                                {"retry-after": "0"})
                     return
-                self._send(200, {
+                payload = {
                     "id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion", "created": 0,
                     "model": body.get("model", "scripted"),
                     "choices": [{"index": 0, "finish_reason": "stop",
                                  "message": {"role": "assistant", "content": answer}}],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-                })
+                }
+                if server.usage is not None:
+                    payload["usage"] = server.usage(body, answer)
+                self._send(200, payload)
 
             def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
                 send_json(self, status, payload, headers)

@@ -127,9 +127,12 @@ def test_samples_that_return_none_score_zero(small_dataset, rows, tmp_path, hf_c
     proc = evaluate("--samples", str(samples), "--dataset", str(small_dataset), "--out", str(tmp_path / "out"),
                     "--workers", "2", hf_cache=hf_cache)
     assert proc.returncode == 0, proc.stderr
-    assert "0.0%" in proc.stdout and "100.0%" not in proc.stdout
+    table = [line.split() for line in proc.stdout.splitlines()[:4]]
+    overall = dict(zip(table[0], next(row for row in table if row[0] == "overall")))
+    assert overall["pass@1"] == "0.0%" and overall["success@1"] == "100.0%"  # wrong, but every program ran
     report = written(proc)
     assert report["model"] == "nothing"  # named after the samples file
+    assert report["summary"]["overall"]["success@1"] == 1.0
     assert report["summary"]["overall"]["pass@1"] == 0.0
     assert len(report["samples"]) == len(rows)
     assert {s["status"] for s in report["samples"]} == {"result_error"}
@@ -157,6 +160,11 @@ def test_several_samples_per_task_give_pass_at_k(small_dataset, rows, tmp_path, 
     assert overall["pass@1"] == pytest.approx(0.4)
     assert overall["pass@5"] == pytest.approx(1.0)
     assert "pass@10" not in overall
+    # every k <= n, for pass@k and success@k; the wrong samples (RESULT = None) ran, so every sample succeeded
+    assert [k for k in overall if "@" in k] == [f"pass@{k}" for k in range(1, 6)] + [f"success@{k}" for k in range(1, 6)]
+    assert overall["pass@2"] == pytest.approx(0.7)
+    assert overall["success@1"] == 1.0
+    assert "success@1" in header
     per_task: dict[str, list] = {}
     for s in report["samples"]:
         per_task.setdefault(s["task_id"], []).append(s)

@@ -181,6 +181,19 @@ def test_an_edited_generation_is_refused(lb, tmp_path):
                               "scenarios.tensor.statuses.result_error: submitted 0, re-scored 1"]
 
 
+def test_a_results_json_from_before_success_at_k_still_validates(lb, tmp_path):
+    folder = copy(lb.submissions["zeta"], tmp_path / "legacy")
+
+    def drop_success(results):
+        for block in [results["summary"]["overall"], *results["summary"]["scenarios"].values()]:
+            for key in [k for k in block if k.startswith("success@")]:
+                del block[key]
+
+    edit_json(folder / "results.json", drop_success)
+    report = validate(folder, str(lb.dataset_v1), workers=2)
+    assert report.ok, report.summary
+
+
 def test_a_missing_task_is_refused_naming_it(lb, tmp_path):
     folder = copy(lb.submissions["beta"], tmp_path / "missing")
     edit_json(folder / "results.json",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluate.models import ALIASES, BackendError, Request, Sampling, UnknownModel, get_backend, resolve
+from evaluate.models import ALIASES, BackendError, Request, Sampling, UnknownModel, Usage, get_backend, resolve
 from evaluate.models.hf_local import locate
 from evaluate.models.openai_api import OpenAIBackend
 from evaluate.prompts import build_messages
@@ -206,6 +206,84 @@ def test_a_changed_prompt_is_not_served_from_the_cache(small_dataset, tmp_path):
         assert server.count() == 3
 
 
+# ------------------------------------------------------------------------------------------ tokens, cost
+
+
+def test_token_counts_and_cost_reach_results_json_and_survive_a_resume(small_dataset, small_tasks, tmp_path):
+    from evaluate.run import EvalConfig, run
+    from evaluate.usage import Price
+    from tests.evaluate.scripted_server import word_usage
+
+    tasks = small_tasks[:3]
+    reference = {t["instruction"]: t["reference_program"] for t in tasks}
+
+    def reply(body):
+        user = body["messages"][-1]["content"]
+        return next(f"```python\n{code}```" for instr, code in reference.items() if instr.strip() in user)
+
+    expected = [word_usage({"messages": build_messages(t)}, reply({"messages": build_messages(t)})) for t in tasks]
+    prompt = sum(u["prompt_tokens"] for u in expected)
+    completion = sum(u["completion_tokens"] for u in expected)
+    with ScriptedServer(reply) as server:
+        config = EvalConfig(model="m", backend="openai", dataset=str(small_dataset), out=str(tmp_path), limit=3,
+                            workers=2, backend_options={"base_url": server.base_url}, price=Price(2.0, 8.0))
+        first = run(config)
+        sent = server.count()
+        again = run(config)  # every reply comes from the cache
+        assert server.count() == sent == 3
+
+    for report in (first, again):
+        written = json.loads(Path(report["path"]).read_text())
+        usage = written["usage"]
+        assert usage["counted_by"] == "api"
+        assert usage["price_usd_per_million"] == {"prompt": 2.0, "completion": 8.0}
+        overall = usage["overall"]
+        assert (overall["samples"], overall["counted"]) == (3, 3)
+        assert (overall["prompt_tokens"], overall["completion_tokens"]) == (prompt, completion)
+        assert overall["total_tokens"] == prompt + completion
+        assert overall["cost_usd"] == pytest.approx((2.0 * prompt + 8.0 * completion) / 1e6)
+        assert usage["scenarios"]["tensor"] == overall
+        assert [s["tokens"] for s in written["samples"]] == [
+            {"prompt": u["prompt_tokens"], "completion": u["completion_tokens"]} for u in expected]
+        assert written["summary"]["overall"]["pass@1"] == 1.0
+    assert again["usage"] == first["usage"]
+
+
+def test_an_endpoint_without_usage_leaves_the_counts_unknown(small_dataset, tmp_path):
+    from evaluate.run import EvalConfig, run
+
+    with ScriptedServer(lambda body: FENCED, usage=None) as server:
+        report = run(EvalConfig(model="m", backend="openai", dataset=str(small_dataset), out=str(tmp_path), limit=2,
+                                workers=2, backend_options={"base_url": server.base_url}))
+    overall = report["usage"]["overall"]
+    assert (overall["samples"], overall["counted"], overall["total_tokens"]) == (2, 0, 0)
+    assert overall["cost_usd"] is None and report["usage"]["counted_by"] is None
+    assert [s["tokens"] for s in report["samples"]] == [None, None]
+
+
+def test_a_cache_line_keeps_its_usage_and_an_old_line_has_none(tmp_path):
+    from evaluate.models.cache import GenerationCache
+
+    path = tmp_path / "generations.jsonl"
+    path.write_text(json.dumps({"key": "old", "task_id": "t", "sample": 0, "reply": "x"}) + "\n")
+    cache = GenerationCache(path)
+    cache.add("new", "t", 1, "y", Usage(10, 3, "api"))
+    cache.close()
+    again = GenerationCache(path)
+    assert again.replies == {"old": "x", "new": "y"}
+    assert again.usage == {"new": Usage(10, 3, "api")}
+
+
+def test_hf_counts_generated_tokens_up_to_the_end_of_sequence():
+    from evaluate.models.hf_local import generated_length
+
+    same = types.SimpleNamespace(eos_token_id=2, pad_token_id=2)  # pad = eos, as the backend sets it when unset
+    assert generated_length([5, 6, 2, 2, 2], same) == 3  # the stop token counts, the padding after it does not
+    assert generated_length([5, 6, 7], same) == 3  # cut by max_new_tokens
+    apart = types.SimpleNamespace(eos_token_id=2, pad_token_id=0)
+    assert generated_length([5, 6, 0, 0], apart) == 2
+
+
 # ------------------------------------------------------------------------------------------------- vLLM
 
 
@@ -236,8 +314,8 @@ def test_vllm_gets_every_prompt_in_one_batched_chat_call(monkeypatch, small_task
 
         def chat(self, messages, params, use_tqdm=True):
             calls.setdefault("chat", []).append((messages, params))
-            out = types.SimpleNamespace(text=FENCED)
-            return [types.SimpleNamespace(outputs=[out]) for _ in messages]
+            out = types.SimpleNamespace(text=FENCED, token_ids=[7] * 12)
+            return [types.SimpleNamespace(outputs=[out], prompt_token_ids=list(range(300))) for _ in messages]
 
     fake = types.ModuleType("vllm")
     fake.LLM = FakeLLM
@@ -254,6 +332,7 @@ def test_vllm_gets_every_prompt_in_one_batched_chat_call(monkeypatch, small_task
     assert messages == [build_messages(t) for t in small_tasks[:3]]  # the same prompt as every other backend
     assert params[0] == {"temperature": 0.2, "top_p": 1.0, "max_tokens": 99, "seed": 5}
     assert set(got) == {t["task_id"] for t in small_tasks[:3]}
+    assert {r.usage for r in requests} == {Usage(300, 12, "tokenizer")}  # the engine's own token counts
 
 
 # --------------------------------------------------------------------------------------------------- hf

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from evaluate.sandbox import Limits, Outcome, Sandbox
-from evaluate.scoring import STATUSES, SampleResult, judge_case, pass_at_k, score, summarize
+from evaluate.scoring import STATUSES, SampleResult, every_k, judge_case, pass_at_k, score, succeeded, summarize
 from scenarios import get_scenario
 from scenarios.tensor import ATOL, RTOL
 
@@ -96,6 +96,52 @@ def test_summarize_skips_tasks_with_fewer_than_k_samples():
     assert summary["overall"]["pass@1"] == pytest.approx((0.5 + 1.0) / 2)
     assert summary["overall"]["pass@2"] == pytest.approx(1.0)  # only tensor-0000 has 2 samples
     assert summary["overall"]["pass@5"] is None  # no task has 5
+
+
+def _cases(*statuses: str) -> list[dict]:
+    return [{"name": f"case{i}", "status": s, "error": "", "seconds": 0.0} for i, s in enumerate(statuses)]
+
+
+def test_success_means_every_test_case_ran_to_its_end():
+    ran = SampleResult("t", "tensor", 0, "result_error", cases=_cases("pass", "result_error"))
+    assert succeeded(ran)  # a wrong RESULT still ran without error
+    assert succeeded(SampleResult("t", "tensor", 0, "pass", cases=_cases("pass", "pass")))
+    # the sample's status is its first failure; a later test case that raised still makes it fail to run
+    assert not succeeded(SampleResult("t", "tensor", 0, "result_error", cases=_cases("result_error", "execution_error")))
+    assert not succeeded(SampleResult("t", "tensor", 0, "result_error", cases=_cases("pass", "result_error", "timeout")))
+    for status in ("syntax_error", "execution_error", "timeout", "no_code"):
+        assert not succeeded(SampleResult("t", "tensor", 0, status))
+
+
+def test_every_k_up_to_n_is_reported_for_pass_and_success():
+    assert every_k(1) == (1,) and every_k(5) == (1, 2, 3, 4, 5)
+    # n = 5 samples: 2 pass, 1 more ran with a wrong RESULT, 2 did not run
+    statuses = ["pass", "result_error", "execution_error", "pass", "timeout"]
+    summary = summarize(_samples("tensor-0000", "tensor", statuses), ks=every_k(5))
+    for block in (summary["overall"], summary["scenarios"]["tensor"]):
+        assert [k for k in block if "@" in k] == [f"pass@{k}" for k in range(1, 6)] + [f"success@{k}" for k in range(1, 6)]
+        assert block["pass@1"] == pytest.approx(0.4)  # c = 2 of n = 5
+        assert block["pass@2"] == pytest.approx(0.7)  # 1 - C(3,2)/C(5,2)
+        assert block["pass@4"] == pytest.approx(1.0)  # only 3 failures: every draw of 4 holds a pass
+        assert block["pass@5"] == pytest.approx(1.0)
+        assert block["success@1"] == pytest.approx(0.6)  # c = 3 ran
+        assert block["success@2"] == pytest.approx(0.9)  # 1 - C(2,2)/C(5,2)
+        assert block["success@3"] == pytest.approx(1.0)
+        assert block["success@5"] == pytest.approx(1.0)
+
+
+def test_success_at_k_per_scenario_and_overall():
+    results = (
+        _samples("tensor-0000", "tensor", ["result_error", "syntax_error"])
+        + _samples("tensor-0001", "tensor", ["no_code", "timeout"])
+        + _samples("session-0000", "session", ["pass", "result_error"])
+    )
+    summary = summarize(results, ks=(1, 2))
+    assert summary["scenarios"]["tensor"]["success@1"] == pytest.approx(0.25)
+    assert summary["scenarios"]["tensor"]["success@2"] == pytest.approx(0.5)
+    assert summary["scenarios"]["session"]["success@1"] == 1.0
+    assert summary["overall"]["success@1"] == pytest.approx((0.5 + 0.0 + 1.0) / 3)
+    assert summary["overall"]["pass@1"] == pytest.approx((0 + 0 + 0.5) / 3)
 
 
 # -------------------------------------------------------------------------------------------- judge_case

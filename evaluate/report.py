@@ -1,0 +1,218 @@
+"""python -m evaluate.report: several runs side by side, as a Markdown table (and, with --plot, a figure).
+
+Scores are only comparable on the same tasks asked the same way, so the runs must share the dataset's content hash,
+the instruction variant and the difficulty tier; any difference is refused in one line unless --force is given
+(the table then shows the columns that differ, and nothing is ranked).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from evaluate.arguments import Parser
+from evaluate.models import COUNTED_BY_CL100K
+
+EXAMPLES = """\
+Examples:
+  python -m evaluate --model reference --dataset stateeval --out results
+  python -m evaluate --samples answers.jsonl --dataset stateeval --out results
+  python -m evaluate.report results/reference/local results/answers/local/results.json
+  python -m evaluate.report results/*/local/results.json --plot figures --out comparison.md
+
+Each RESULTS is a results.json written by python -m evaluate (or a kept run, <run folder>/runs/<id>.json), or the
+run folder holding it. Columns: the model, the run's id, the variant, the dataset's content hash, the samples per
+task (n), the tasks scored, pass@1 and success@1 (the program ran on every test case, right or not), pass@k for
+every k all runs report, the tokens the run's replies cost (~: a cl100k_base estimate, for the reference and
+--samples), its cost in USD when it was scored with --price-in/--price-out, and pass@1 per scenario. A run
+written before a column existed shows '-' there.
+"""
+
+# What must be equal for two runs' scores to be put side by side: (label, how to read it from a results.json).
+MUST_MATCH = (
+    ("dataset content hash", lambda r: (r.get("dataset") or {}).get("content_hash")),
+    ("variant", lambda r: r.get("variant")),
+    ("difficulty tier", lambda r: ((r.get("dataset") or {}).get("difficulty") or {}).get("tier")),
+)
+
+
+class ReportError(ValueError):
+    """A results file that cannot be read, or runs that must not be compared; the message is one line."""
+
+
+@dataclass
+class Run:
+    path: Path
+    data: dict
+
+    @property
+    def label(self) -> str:
+        return str(self.data.get("model") or self.path.stem)
+
+
+def load_run(path: str | Path) -> Run:
+    path = Path(path)
+    if path.is_dir():
+        path = path / "results.json"
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ReportError(f"{path}: no such file (pass a results.json, or the run folder that holds one)") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ReportError(f"{path}: not a readable results.json ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("summary"), dict) \
+            or "overall" not in data["summary"]:
+        raise ReportError(f"{path}: not a results.json written by python -m evaluate (it has no summary)")
+    return Run(path, data)
+
+
+def mismatch(runs: list[Run]) -> str | None:
+    """The first setting the runs do not share, as one line naming each run's value; None when they all match."""
+    for name, read in MUST_MATCH:
+        values = [read(r.data) for r in runs]
+        if len(set(map(str, values))) > 1:
+            each = ", ".join(f"{r.path}: {v}" for r, v in zip(runs, values))
+            return (f"the runs differ in {name} ({each}); scores of different datasets, variants or tiers are never "
+                    "ranked together (pass --force to show them side by side anyway)")
+    return None
+
+
+def _ks(summary: dict) -> list[int]:
+    return [int(k[5:]) for k in summary.get("overall", {}) if k.startswith("pass@") and k[5:].isdigit()]
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _tokens(usage: dict | None) -> str:
+    if not usage:
+        return "-"
+    o = usage["overall"]
+    text = f"{o['total_tokens']:,}"
+    if usage.get("counted_by") == COUNTED_BY_CL100K:
+        text = "~" + text
+    if o["counted"] < o["samples"]:
+        text += f" ({o['counted']}/{o['samples']} samples)"
+    return text
+
+
+def _cost(usage: dict | None) -> str:
+    cost = ((usage or {}).get("overall") or {}).get("cost_usd")
+    return "-" if cost is None else f"${cost:.4f}"
+
+
+def scenarios_of(runs: list[Run]) -> list[str]:
+    return sorted({s for r in runs for s in r.data["summary"].get("scenarios", {})})
+
+
+def render_markdown(runs: list[Run], forced: bool = False) -> str:
+    shared_ks = sorted(set.intersection(*(set(_ks(r.data["summary"])) for r in runs)) - {1})
+    scenarios = scenarios_of(runs)
+    head = ["model", "run", "variant", "dataset", "n", "tasks", "pass@1", "success@1",
+            *[f"pass@{k}" for k in shared_ks], "tokens", "cost", *[f"{s} pass@1" for s in scenarios]]
+    rows = []
+    for r in runs:
+        d, summary = r.data, r.data["summary"]
+        overall = summary["overall"]
+        rows.append([
+            r.label, str(d.get("run") or r.path.stem), str(d.get("variant") or "-"),
+            str((d.get("dataset") or {}).get("content_hash") or "-")[:12],
+            str((d.get("sampling") or {}).get("n_samples", "-")), str(overall.get("tasks", "-")),
+            _pct(overall.get("pass@1")), _pct(overall.get("success@1")),
+            *[_pct(overall.get(f"pass@{k}")) for k in shared_ks],
+            _tokens(d.get("usage")), _cost(d.get("usage")),
+            *[_pct((summary.get("scenarios", {}).get(s) or {}).get("pass@1")) for s in scenarios],
+        ])
+    first = runs[0].data
+    tier = ((first.get("dataset") or {}).get("difficulty") or {}).get("tier")
+    if forced and mismatch(runs):
+        intro = ("Runs on different datasets, variants or tiers (--force): shown side by side, not comparable.")
+    else:
+        intro = (f"Dataset {(first.get('dataset') or {}).get('content_hash') or '?'}, variant "
+                 f"{first.get('variant') or '?'}, tier {tier or '?'}.")
+    numeric = {"n", "tasks", "tokens", "cost"} | {h for h in head if "@" in h}
+    lines = [f"# StateEval: {len(runs)} runs compared", "", intro, "",
+             "| " + " | ".join(head) + " |",
+             "|" + "|".join("---:" if h in numeric else "---" for h in head) + "|"]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def plot(runs: list[Run], folder: Path) -> Path:
+    from evaluate.plots import comparison_figure, pyplot
+
+    plt = pyplot()
+    scenarios = scenarios_of(runs)
+    groups = scenarios + (["overall"] if len(scenarios) > 1 else [])
+    labels = _unique_labels(runs)
+    values = []
+    for r in runs:
+        summary = r.data["summary"]
+        blocks = {**summary.get("scenarios", {}), "overall": summary["overall"]}
+        values.append([(blocks.get(g) or {}).get("pass@1") for g in groups])
+    fig = comparison_figure(plt, labels, groups, values)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "pass_at_1_by_run.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def _unique_labels(runs: list[Run]) -> list[str]:
+    """Model names, with the run's id added where two runs share one."""
+    names = [r.label for r in runs]
+    return [n if names.count(n) == 1 else f"{n} ({r.data.get('run') or r.path.stem})" for n, r in zip(names, runs)]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = Parser(
+        prog="python -m evaluate.report",
+        description=(
+            "Compare several runs of python -m evaluate side by side: a Markdown table on stdout (model, variant, "
+            "dataset hash, pass@1, success@1, pass@k for the k every run reports, tokens, cost, pass@1 per "
+            "scenario) and, with --plot, a grouped bar figure of pass@1 per scenario. Runs on different dataset "
+            "content, instruction variants or difficulty tiers are refused: their scores are not comparable."
+        ),
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("results", nargs="+", metavar="RESULTS",
+                   help="results.json files (or the run folders holding them), in the order of the table's rows")
+    p.add_argument("--plot", metavar="DIR", default=None,
+                   help="also write DIR/pass_at_1_by_run.png (needs matplotlib: pip install 'stateeval[plot]')")
+    p.add_argument("--out", metavar="FILE", default=None, help="also write the Markdown table to FILE")
+    p.add_argument("--force", action="store_true",
+                   help="show runs on different dataset hashes, variants or tiers side by side (never ranked)")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse_args(argv)
+    from evaluate.models import BackendError
+
+    try:
+        runs = [load_run(p) for p in a.results]
+        problem = mismatch(runs)
+        if problem and not a.force:
+            raise ReportError(problem)
+        text = render_markdown(runs, forced=a.force)
+        figure = plot(runs, Path(a.plot)) if a.plot else None
+    except (ReportError, BackendError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    sys.stdout.write(text)
+    sys.stdout.flush()  # the table first, then the lines on stderr saying what was written
+    if a.out:
+        Path(a.out).write_text(text)
+        print(f"wrote {a.out}", file=sys.stderr)
+    if figure:
+        print(f"wrote {figure}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

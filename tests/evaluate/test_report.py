@@ -1,0 +1,122 @@
+"""`python -m evaluate.report`: two real runs (the reference and a samples file with wrong programs) side by side,
+and the refusal to put runs on different datasets or variants together."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evaluate.report import main
+from evaluate.usage import Price
+
+ROOT = Path(__file__).resolve().parents[2]
+LIMIT = 4
+
+
+@pytest.fixture(scope="module")
+def two_runs(small_dataset, small_tasks, tmp_path_factory):
+    """(reference results.json, samples results.json): the samples get task 1 wrong (RESULT = None, it runs) and
+    task 2 raising (it does not run), the rest right."""
+    from evaluate.run import EvalConfig, run
+
+    out = tmp_path_factory.mktemp("report")
+    codes = {1: "RESULT = None\n", 2: "raise RuntimeError('boom')\n"}
+    samples = out / "wrong.jsonl"
+    samples.write_text("".join(json.dumps({"task_id": t["task_id"], "code": codes.get(i, t["reference_program"])})
+                               + "\n" for i, t in enumerate(small_tasks[:LIMIT])))
+    common = dict(dataset=str(small_dataset), out=str(out), limit=LIMIT, workers=2)
+    reference = run(EvalConfig(model="reference", price=Price(2.0, 8.0), **common))
+    wrong = run(EvalConfig(samples=str(samples), **common))
+    return Path(reference["path"]), Path(wrong["path"])
+
+
+def test_two_real_runs_side_by_side(two_runs, capsys):
+    reference, wrong = two_runs
+    assert main([str(reference.parent), str(wrong)]) == 0  # a run folder or its results.json
+    table = [line for line in capsys.readouterr().out.splitlines() if line.startswith("|")]
+    head = [c.strip() for c in table[0].strip("|").split("|")]
+    assert head == ["model", "run", "variant", "dataset", "n", "tasks", "pass@1", "success@1", "tokens", "cost",
+                    "tensor pass@1"]
+    rows = {r["model"]: r for r in (dict(zip(head, (c.strip() for c in line.strip("|").split("|"))))
+                                    for line in table[2:])}
+    assert set(rows) == {"reference", "wrong"}
+    assert rows["reference"]["pass@1"] == "100.0%" and rows["reference"]["success@1"] == "100.0%"
+    assert rows["wrong"]["pass@1"] == "50.0%" and rows["wrong"]["success@1"] == "75.0%"
+    assert rows["wrong"]["tensor pass@1"] == "50.0%"
+    data = json.loads(reference.read_text())
+    assert rows["reference"]["tokens"] == f"~{data['usage']['overall']['total_tokens']:,}"  # a cl100k estimate
+    assert rows["reference"]["cost"] == f"${data['usage']['overall']['cost_usd']:.4f}"
+    assert rows["wrong"]["cost"] == "-"  # scored without a price
+    assert rows["reference"]["dataset"] == data["dataset"]["content_hash"][:12] == rows["wrong"]["dataset"]
+
+
+def test_pass_at_k_columns_are_the_ks_every_run_reports(two_runs, tmp_path, capsys):
+    reference, wrong = two_runs
+    more = tmp_path / "more.json"
+    data = json.loads(reference.read_text())
+    data["summary"]["overall"].update({"pass@2": 1.0, "pass@3": 1.0})  # as a run with n = 3 would
+    more.write_text(json.dumps(data))
+    assert main([str(more), str(wrong)]) == 0
+    assert "pass@2" not in capsys.readouterr().out  # `wrong` has n = 1
+    assert main([str(more), str(more)]) == 0
+    head = capsys.readouterr().out.splitlines()[4]
+    assert "| pass@2 | pass@3 |" in head
+
+
+@pytest.mark.parametrize("field, value, named", [
+    ("content_hash", "0" * 64, "dataset content hash"),
+    ("variant", "vague", "variant"),
+    ("tier", "calls-7-branches-2", "difficulty tier"),
+])
+def test_runs_that_are_not_comparable_are_refused_in_one_line(two_runs, tmp_path, capsys, field, value, named):
+    reference, wrong = two_runs
+    other = tmp_path / "other.json"
+    data = json.loads(wrong.read_text())
+    if field == "variant":
+        data["variant"] = value
+    elif field == "tier":
+        data["dataset"]["difficulty"]["tier"] = value
+    else:
+        data["dataset"][field] = value
+    other.write_text(json.dumps(data))
+    assert main([str(reference), str(other)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert len(captured.err.splitlines()) == 1
+    assert f"differ in {named}" in captured.err and "--force" in captured.err and value in captured.err
+    assert main([str(reference), str(other), "--force"]) == 0
+    assert "not comparable" in capsys.readouterr().out
+
+
+def test_a_file_that_is_not_a_results_json_is_named(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    assert main([str(bad)]) == 2
+    assert capsys.readouterr().err.strip() == f"error: {bad}: not a results.json written by python -m evaluate " \
+                                              "(it has no summary)"
+    assert main([str(tmp_path / "missing.json")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_plot_and_out_write_the_figure_and_the_table(two_runs, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    reference, wrong = two_runs
+    md = tmp_path / "compare.md"
+    assert main([str(reference), str(wrong), "--plot", str(tmp_path / "fig"), "--out", str(md)]) == 0
+    captured = capsys.readouterr()
+    png = tmp_path / "fig" / "pass_at_1_by_run.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 2000
+    assert md.read_text() == captured.out
+    assert str(png) in captured.err
+
+
+def test_help_teaches_what_is_compared_and_refused():
+    proc = subprocess.run([sys.executable, "-m", "evaluate.report", "--help"], cwd=ROOT, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0
+    for text in ("RESULTS", "--plot", "--force", "--out", "success@1", "content hash", "Examples"):
+        assert text in proc.stdout
