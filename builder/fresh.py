@@ -222,17 +222,18 @@ class FreshSplit:
     warning: str | None = None
 
     def drop_overlaps(self, drafts: list, rejections: Counter) -> list:
-        kept = []
-        for d in drafts:
+        from builder.pipeline import keep
+
+        def reason(d) -> str | None:
             self.checked += 1
             reasons = self.index.reasons(TaskView.of_draft(d))
-            if reasons:
-                rejections[f"{d.scenario}: overlaps a previous release ({reasons[0]})"] += 1
-                self.dropped[reasons[0]] += 1
-                self.matched.update(reasons)
-            else:
-                kept.append(d)
-        return kept
+            if not reasons:
+                return None
+            self.dropped[reasons[0]] += 1
+            self.matched.update(reasons)
+            return f"overlaps a previous release ({reasons[0]})"
+
+        return keep(drafts, reason, rejections)
 
     def summary(self) -> dict:
         return {

@@ -211,26 +211,21 @@ def capture_oracles(drafts: list[Draft], sandbox: Sandbox, rejections: Counter) 
              for d_i, d in enumerate(drafts) if d.program.has_branch
              for c_i, case in enumerate(d.cases) if case.name.startswith("redrawn")]
     by_key = {o.key: o for o in sandbox.run_untrusted(jobs, desc="capture oracles")}
-    kept = []
-    for d_i, d in enumerate(drafts):
-        failed = None
+
+    def reason(item: tuple[int, Draft]) -> str | None:
+        d_i, d = item
         for c_i, case in enumerate(d.cases):
             failed = take_oracle(case, by_key[(d_i, c_i, 0)], by_key[(d_i, c_i, 1)])
             if failed:
-                failed = f"reference {failed} on the {case.name} input" if case.name != "original" else \
-                    f"reference {failed}"
-                break
+                return f"reference {failed}" + (f" on the {case.name} input" if case.name != "original" else "")
             probe = by_key.get((d_i, c_i, "branch"))
             if probe is not None:
                 if probe.status != "ok":
-                    failed = f"reference {probe.status} on the {case.name} input"
-                    break
+                    return f"reference {probe.status} on the {case.name} input"
                 case.branch = probe.result[0]
-        if failed:
-            rejections[f"{d.scenario}: {failed}"] += 1
-        else:
-            kept.append(d)
-    return kept
+        return None
+
+    return [d for _, d in keep(list(enumerate(drafts)), reason, rejections, scenario=lambda item: item[1].scenario)]
 
 
 def take_oracle(case: TestCase, first, second) -> str | None:

@@ -70,13 +70,16 @@ def generate(config: EvalConfig, tasks: list[dict]) -> tuple[dict[str, list[str 
                                                               dict[tuple[str, int], Usage | None]]:
     """Replies for every task and sample, and the tokens each cost: from the cache where possible (a cached
     reply keeps its usage), else from the backend."""
-    backend = get_backend(config.model, config.backend, **config.backend_options)
+    options = dict(config.backend_options)
+    if resolve(config.model, config.backend)[1] == "reference":  # it replays the references of these tasks
+        options["references"] = {t["task_id"]: t["reference_program"] for t in tasks}
+    backend = get_backend(config.model, config.backend, **options)
     cache = GenerationCache(run_dir(config) / "generations.jsonl")
     requests, keys = [], {}
     for t in tasks:
         messages = build_messages(t, config.variant)
         for s in range(config.n_samples):
-            r = Request(t["task_id"], s, messages, t)
+            r = Request(t["task_id"], s, messages)
             keys[(r.task_id, s)] = prompt_key(messages, config.sampling, config.model, s)
             requests.append(r)
     todo = [r for r in requests if keys[(r.task_id, r.sample)] not in cache.replies]

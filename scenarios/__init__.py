@@ -6,9 +6,7 @@
 
 from __future__ import annotations
 
-import importlib
-
-from scenarios.base import API, INIT, Asset, Call, Condition, Scenario, State, Var, World
+from scenarios.base import API, INIT, Asset, Call, Condition, Scenario, State, Var, World, load_object
 
 # name -> "module:Class". A new scenario is one line here plus its own sub-package.
 REGISTRY: dict[str, str] = {
@@ -29,18 +27,13 @@ def get_scenario(name: str) -> Scenario:
         known = ", ".join(REGISTRY)
         raise KeyError(f"unknown scenario {name!r}; known scenarios: {known}")
     if name not in _cache:
-        _cache[name] = _load(REGISTRY[name])()
+        _cache[name] = load_object(REGISTRY[name])()
     return _cache[name]
 
 
 def load_world(scenario: Scenario) -> World:
     """Instantiate a scenario's world (heavy: call only inside a sandbox worker)."""
-    return _load(scenario.world)()
-
-
-def _load(spec: str):
-    module, _, attr = spec.partition(":")
-    return getattr(importlib.import_module(module), attr)
+    return load_object(scenario.world)()
 
 
 __all__ = [

@@ -17,6 +17,7 @@ change.
 from __future__ import annotations
 
 import copy
+import importlib
 import json
 import math
 import operator
@@ -24,6 +25,13 @@ import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
+
+def load_object(spec: str) -> Any:
+    """The object a `"module:attr"` spec names, imported on first use: the one lazy lookup behind the scenario
+    registry (`scenarios.REGISTRY`, `Scenario.world`) and the backend registry (`evaluate.models.BACKENDS`)."""
+    module, _, attr = spec.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
 
 INIT = "init"  # producer tag of variables declared in the setup block
 COMPARISONS = {"==": operator.eq, "!=": operator.ne, ">": operator.gt, "<": operator.lt, ">=": operator.ge,

@@ -12,9 +12,10 @@ Model aliases live in `ALIASES`; any other name is a model id for the backend gi
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from typing import Callable
+
+from scenarios.base import load_object
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,6 @@ class Request:
     task_id: str
     sample: int  # 0..n-1; backends derive a per-sample seed from it
     messages: list[dict]
-    task: dict = field(repr=False, default_factory=dict)  # the record; only the `reference` backend reads it
     usage: Usage | None = field(default=None, repr=False)  # set by the backend before on_reply (see above)
 
 
@@ -135,8 +135,7 @@ def resolve(model: str, backend: str | None) -> tuple[str, str, Alias | None]:
 
 def get_backend(model: str, backend: str | None = None, **options) -> Backend:
     model_id, name, alias = resolve(model, backend)
-    module, _, attr = BACKENDS[name].partition(":")
-    cls = getattr(importlib.import_module(module), attr)
+    cls = load_object(BACKENDS[name])
     if alias is not None and name == alias.backend:
         if options.get("base_url") is None:
             options["base_url"] = alias.base_url

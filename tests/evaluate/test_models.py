@@ -45,6 +45,18 @@ def test_alias_table_names_the_documented_models():
         assert name in ALIASES
 
 
+def test_the_reference_backend_replays_the_references_it_was_built_with_and_requests_carry_no_task(small_tasks):
+    import dataclasses
+
+    assert [f.name for f in dataclasses.fields(Request)] == ["task_id", "sample", "messages", "usage"]
+    references = {t["task_id"]: t["reference_program"] for t in small_tasks[:2]}
+    backend = get_backend("reference", references=references)
+    requests = [Request(t["task_id"], 0, build_messages(t)) for t in small_tasks[:2]]
+    assert _collect(backend, requests) == {k: f"```python\n{v}```" for k, v in references.items()}
+    with pytest.raises(BackendError, match="no reference program for 't-0'"):
+        _collect(backend, _requests(1))
+
+
 def test_unknown_alias_without_backend_lists_the_known_ones():
     with pytest.raises(UnknownModel) as err:
         resolve("my-model", None)
@@ -70,7 +82,7 @@ def test_openai_backend_sends_the_shared_prompt_and_returns_every_reply(small_ta
     task = small_tasks[0]
     with ScriptedServer(lambda body: f"reply to {body['messages'][-1]['content'][-20:]}") as server:
         backend = OpenAIBackend("scripted-model", base_url=server.base_url)
-        request = Request(task["task_id"], 0, build_messages(task), task)
+        request = Request(task["task_id"], 0, build_messages(task))
         got = _collect(backend, [request], Sampling(temperature=0.5, max_new_tokens=77, seed=3))
     body = server.requests[0]
     assert body["messages"] == build_messages(task)
@@ -323,7 +335,7 @@ def test_vllm_gets_every_prompt_in_one_batched_chat_call(monkeypatch, small_task
     monkeypatch.setitem(sys.modules, "vllm", fake)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     backend = get_backend("qwen", tensor_parallel_size=2, max_model_len=8192, gpu_memory_utilization=0.8)
-    requests = [Request(t["task_id"], 0, build_messages(t), t) for t in small_tasks[:3]]
+    requests = [Request(t["task_id"], 0, build_messages(t)) for t in small_tasks[:3]]
     got = _collect(backend, requests, Sampling(temperature=0.2, max_new_tokens=99, seed=5))
     assert calls["engine"] == {"model": "Qwen/Qwen2.5-Coder-32B-Instruct", "tensor_parallel_size": 2,
                                "gpu_memory_utilization": 0.8, "max_model_len": 8192}
