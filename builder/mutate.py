@@ -26,7 +26,8 @@ from evaluate.sandbox import Job
 
 OPERATORS = ("drop_call", "skip_call", "other_api", "argument", "swap_args", "variable", "condition", "result")
 DEAD = ("drop_call", "skip_call")  # survivors of these mean a call whose effect no test case can see
-OK_STATUS = 200  # what a skipped update or delete is replaced by: the status it answers when it works
+# What a skipped write is replaced by: the status it answers when it works, by the `requests` method it calls.
+OK_STATUS = {"post": 201, "put": 200, "delete": 204}
 SETTLED = frozenset({"RESULT", COND, "BASE_URL"})  # names a variable mutant never replaces or puts in
 
 
@@ -223,7 +224,9 @@ def _stand_in(stmt: ast.stmt, types: dict[str, str]) -> ast.expr | None:
     if target is None or not isinstance(stmt.value, (ast.Call, ast.Attribute)):
         return None
     if isinstance(stmt.value, ast.Attribute) and stmt.value.attr == "status_code":
-        return ast.Constant(OK_STATUS)
+        call = stmt.value.value
+        method = call.func.attr if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) else ""
+        return ast.Constant(OK_STATUS[method]) if method in OK_STATUS else None
     if isinstance(stmt.value, ast.Call):
         for arg in stmt.value.args:
             if isinstance(arg, ast.Name) and types.get(arg.id) == types.get(target):
