@@ -216,6 +216,11 @@ def _shared_field(state: State, var: Var, key: str) -> bool:
                                     for v in state.of_type(DATA))
 
 
+def _held(state: State, type_: str, value) -> bool:
+    """Whether a variable of this type in scope already holds this value."""
+    return any(v.value == value for v in state.of_type(type_))
+
+
 def _same_but(state: State, var: Var, key: str) -> bool:
     """Whether another data variable in scope equals `var` in every field but `key` (an edit that sets `key`
     gives the same dict from either)."""
@@ -391,8 +396,10 @@ class TakeFromList(API):
         weights = {"id": 0.45, "data": 0.35, "owner": 0.2}
         if item["key"] in {v.value for v in state.of_type(SID)}:  # an id already held would be interchangeable
             del weights["id"]
-        if not isinstance(item["data"].get("owner"), str):
-            del weights["owner"]
+        if not isinstance(item["data"].get("owner"), str) or _held(state, EMAIL, item["data"].get("owner")):
+            del weights["owner"]  # (an address already held would be interchangeable with it)
+        if _held(state, DATA, item["data"]) and len(weights) > 1:
+            del weights["data"]  # (data already held, e.g. what an add sent, would be interchangeable with it)
         what = rng.choices(list(weights), weights=list(weights.values()))[0]
         if what == "id":
             out = state.produce("id", SID, item["key"], self.name)
@@ -453,8 +460,13 @@ class EditData(API):
         if email is not None and any(v.name != email and v.value == state.vars[email].value
                                      for v in state.of_type(EMAIL)):
             return []
+        address = None if email is None else state.vars[email].value
+        made = {"owner": lambda d: {**d, "owner": address},
+                "add": lambda d: {**d, "members": d["members"] + [address]},
+                "remove": lambda d: {**d, "members": [m for m in d["members"] if m != address]}}
         return [k for k in kinds if not (cls.READS[k] and _shared_field(state, var, cls.READS[k]))
-                and not _same_but(state, var, cls.CHANGES[k])]
+                and not _same_but(state, var, cls.CHANGES[k])
+                and not (k in made and _held(state, DATA, made[k](var.value)))]  # e.g. a member added, then removed
 
     def bindings(self, state):
         out = []

@@ -167,6 +167,7 @@ def test_no_two_statuses_or_edits_can_be_told_apart_by_nothing(scenario):
                     assert rest != {k: x for k, x in source.items() if k != field}, (call.code, other.name)
                     if field != "owner":
                         assert other.value.get(field) != source.get(field), (call.code, other.name)
+                    assert other.value != variables[made].value, (call.code, other.name)  # e.g. added, then removed
     assert statuses and edits
 
 
