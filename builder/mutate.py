@@ -26,7 +26,8 @@ from evaluate.sandbox import Job
 
 OPERATORS = ("drop_call", "skip_call", "other_api", "argument", "swap_args", "variable", "condition", "result")
 DEAD = ("drop_call", "skip_call")  # survivors of these mean a call whose effect no test case can see
-OK_STATUS = 200  # what a skipped update or delete is replaced by: the status it answers when it works
+# What a skipped write is replaced by: the status it answers when it works, by the `requests` method it calls.
+OK_STATUS = {"post": 201, "put": 200, "delete": 204}
 SETTLED = frozenset({"RESULT", COND, "BASE_URL"})  # names a variable mutant never replaces or puts in
 
 
@@ -223,7 +224,9 @@ def _stand_in(stmt: ast.stmt, types: dict[str, str]) -> ast.expr | None:
     if target is None or not isinstance(stmt.value, (ast.Call, ast.Attribute)):
         return None
     if isinstance(stmt.value, ast.Attribute) and stmt.value.attr == "status_code":
-        return ast.Constant(OK_STATUS)
+        call = stmt.value.value
+        method = call.func.attr if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) else ""
+        return ast.Constant(OK_STATUS[method]) if method in OK_STATUS else None
     if isinstance(stmt.value, ast.Call):
         for arg in stmt.value.args:
             if isinstance(arg, ast.Name) and types.get(arg.id) == types.get(target):
@@ -361,11 +364,16 @@ def analyse_mutants(drafts: list, sandbox, config, rejections: Counter) -> list:
     return kept
 
 
+BATCHES = True  # one sandbox job per task and test case (False: one per mutant, as a check of the batches)
+
+
 def _killed(sandbox, drafts: list, plans: list, cases: dict, desc: str) -> set:
     """The (draft, mutant) keys whose run on the given test case differs from the reference's outputs.
 
-    Where the scenario allows it (`Scenario.shared_runs`), all of a task's mutants on one test case run in one
-    job, each in a fresh copy of the setup block's namespace: one fork instead of one per mutant.
+    All of a task's mutants on one test case run in one job: where the scenario allows it (`Scenario.shared_runs`)
+    as one program that runs each in a fresh copy of the setup's namespace, otherwise as a batch (`Job.batch`) that
+    one child runs with the world reset between mutants. One fork instead of one per mutant; a job that gives no
+    verdict for some mutants (out of time on a loaded machine, a child that died) has those run one by one.
     """
     from evaluate.scoring import judge_case
     from scenarios import get_scenario
@@ -373,19 +381,27 @@ def _killed(sandbox, drafts: list, plans: list, cases: dict, desc: str) -> set:
     def alone(k) -> Job:
         return Job(k, drafts[k[0]].scenario, plans[k[0]][k[1]].code, cases[k].to_row())
 
-    jobs, batched = [], {}
+    def verdict(k, outcome) -> None:
+        if judge_case(get_scenario(drafts[k[0]].scenario), cases[k].to_row(), outcome)[0] != "pass":
+            killed.add(k)
+
+    groups: dict = {}
     for k, case in cases.items():
-        if get_scenario(drafts[k[0]].scenario).shared_runs:
-            batched.setdefault((k[0], id(case)), []).append(k)
-        else:
-            jobs.append(alone(k))
-    for keys in batched.values():
+        groups.setdefault((k[0], id(case)) if BATCHES else k, []).append(k)
+    jobs = []
+    for keys in groups.values():
+        scenario, case = drafts[keys[0][0]].scenario, cases[keys[0]].to_row()
         codes = [plans[k[0]][k[1]].code for k in keys]
-        jobs.append(Job(tuple(keys), drafts[keys[0][0]].scenario, _driver(codes), cases[keys[0]].to_row()))
+        if len(keys) == 1:
+            jobs.append(alone(keys[0]))
+        elif get_scenario(scenario).shared_runs:
+            jobs.append(Job(("shared", tuple(keys)), scenario, _driver(codes), case))
+        else:
+            jobs.append(Job(("batch", tuple(keys)), scenario, "", case, batch=codes))
     killed, retry = set(), []
     for o in sandbox.run_untrusted(jobs, desc=desc):
-        if isinstance(o.key[0], tuple):  # a batch: RESULT holds one {"result"} or {"error"} per mutant
-            keys = list(o.key)
+        if o.key[0] == "shared":  # RESULT holds one {"result"} or {"error"} per mutant
+            keys = list(o.key[1])
             if o.status != "ok":  # e.g. out of time on a loaded machine: no verdict from it, run each alone
                 retry += keys
                 continue
@@ -394,13 +410,16 @@ def _killed(sandbox, drafts: list, plans: list, cases: dict, desc: str) -> set:
             for k, got in zip(keys, o.result):
                 if "error" in got or scenario.compare_result(expected, got["result"]) is not None:
                     killed.add(k)
-            continue
-        status, _ = judge_case(get_scenario(drafts[o.key[0]].scenario), cases[o.key].to_row(), o)
-        if status != "pass":
-            killed.add(o.key)
+        elif o.key[0] == "batch":
+            keys = list(o.key[1])
+            done = o.batch if o.status == "ok" and o.batch is not None else []
+            for k, outcome in zip(keys, done):
+                verdict(k, outcome)
+            retry += keys[len(done):]
+        else:
+            verdict(o.key, o)
     for o in sandbox.run_untrusted([alone(k) for k in retry], desc=f"{desc} (one by one)" if retry else None):
-        if judge_case(get_scenario(drafts[o.key[0]].scenario), cases[o.key].to_row(), o)[0] != "pass":
-            killed.add(o.key)
+        verdict(o.key, o)
     return killed
 
 

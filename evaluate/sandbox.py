@@ -55,12 +55,17 @@ class Limits:
 
 @dataclass
 class Job:
-    """One program run against one test case. `key` is the caller's label, returned unchanged."""
+    """One program run against one test case. `key` is the caller's label, returned unchanged.
+
+    With `batch`, several programs run in turn on the test case in one child, the world reset between them (see
+    `evaluate.worker`); `code` is then unused. For the builder's mutants of a reference only: one program of a
+    batch shares its child with the next, so untrusted answers always run alone."""
 
     key: Any
     scenario: str
     code: str
     case: dict  # {"setup_code": str, "assets": [{"name","kind","meta" (JSON str),"data" (bytes)}]}
+    batch: list[str] | None = None
 
 
 @dataclass
@@ -73,6 +78,9 @@ class Outcome:
     output: str = ""
     seconds: float = 0.0
     extra: dict = field(default_factory=dict)
+    # A batch's outcomes, one per program in order; fewer than its programs when it ended early (the rest have
+    # no verdict and should run alone).
+    batch: list["Outcome"] | None = None
 
 
 def scrubbed_env(home: str) -> dict:
@@ -112,12 +120,14 @@ class _Worker:
             "case": _encode_case(job.case),
             "limits": asdict(self.limits),
         }
+        if job.batch is not None:
+            payload["batch"] = list(job.batch)
         try:
             self.proc.stdin.write((json.dumps(payload) + "\n").encode())
             self.proc.stdin.flush()
             # The worker enforces the test case's own timeout; this is the safety net if the worker itself hangs
             # (first job: importing torch and starting servers).
-            line = self._readline(time.monotonic() + self.limits.timeout_s + 120)
+            line = self._readline(time.monotonic() + self.limits.timeout_s * len(job.batch or [0]) + 120)
         except (BrokenPipeError, OSError) as exc:
             line, err = None, str(exc)
         else:
@@ -130,11 +140,11 @@ class _Worker:
             if not isinstance(reply, dict) or reply.get("status") not in REPLY_STATUSES:
                 raise ValueError(f"status {reply.get('status') if isinstance(reply, dict) else reply!r}")
             extra = {k: reply[k] for k in ("containment", "leftovers") if k in reply}
-            return Outcome(
-                job.key, reply["status"], reply.get("result"), reply.get("state"), str(reply.get("error", "")),
-                str(reply.get("output", "")), float(reply.get("seconds", 0.0)), extra,
-            )
-        except (ValueError, TypeError) as exc:  # JSONDecodeError is a ValueError
+            batch = None
+            if job.batch is not None:
+                batch = [_outcome(job.key, r, {}) for r in reply.get("batch", [])][:len(job.batch)]
+            return _outcome(job.key, reply, extra, batch)
+        except (ValueError, TypeError, AttributeError) as exc:  # JSONDecodeError is a ValueError
             self.close(kill=True)
             return Outcome(job.key, CRASH, error=f"the sandbox worker sent a malformed reply ({str(exc)[:80]}); "
                                                    "it was restarted")
@@ -182,6 +192,13 @@ class _Worker:
             kill_uid(self.uid)
         self.stderr.close()
         shutil.rmtree(self.home, ignore_errors=True)
+
+
+def _outcome(key: Any, reply: dict, extra: dict, batch: list[Outcome] | None = None) -> Outcome:
+    if reply.get("status") not in REPLY_STATUSES:
+        raise ValueError(f"status {reply.get('status')!r}")
+    return Outcome(key, reply["status"], reply.get("result"), reply.get("state"), str(reply.get("error", "")),
+                   str(reply.get("output", "")), float(reply.get("seconds", 0.0)), extra, batch)
 
 
 def _encode_case(case: dict) -> dict:

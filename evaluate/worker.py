@@ -19,6 +19,12 @@ Containment depends on what the worker may do (`containment` in every reply says
   read whatever any user can read.
 * ``none`` (not root): no uid drop; the child runs as the harness's user. See README, "Execution and trust".
 
+A job may carry a `batch` of programs instead of one `code` (the builder's mutants of one reference, never a
+model's answers): one child runs them in turn on the same test case, each in a fresh namespace from
+`World.namespace`, and between two of them the worker reads the world's side effects and resets it
+(`World.reset_between`) while the child waits on a pipe, so each program sees what it would see alone, for one
+fork and one jail instead of one per program.
+
 In every mode the worker is not dumpable (a program cannot open /proc/<worker>/fd/* to write into the protocol,
 nor read its memory), is a child subreaper (what a program leaves behind comes back to it and is killed before
 the reply), and each child gets PR_SET_PDEATHSIG so that it dies with its worker. The primitives behind all this
@@ -89,7 +95,7 @@ def _error_text(exc: BaseException) -> tuple[str, str]:
     return message[:2000], tb[-4000:]
 
 
-def execute(world, job: dict, case: dict) -> dict:
+def execute(world, code: str, case: dict) -> dict:
     """Run setup + program inside the child; return a plain report."""
     ns = {"__name__": "__main__", "__builtins__": builtins}
     ns.update(world.namespace(case))
@@ -99,7 +105,7 @@ def execute(world, job: dict, case: dict) -> dict:
         message, tb = _error_text(exc)
         return {"status": SETUP_ERROR, "error": message, "traceback": tb}
     try:
-        program = compile(job["code"], "<solution>", "exec")
+        program = compile(code, "<solution>", "exec")
     except (SyntaxError, ValueError) as exc:
         return {"status": SYNTAX_ERROR, "error": f"{type(exc).__name__}: {exc}"}
     try:
@@ -124,8 +130,25 @@ def execute(world, job: dict, case: dict) -> dict:
     return {"status": OK, "result": result, "recorded": recorded}
 
 
-def _child(world, job: dict, case: dict, workdir: str, wfd: int, out: int, jail: Jail | None,
+def _send(wfd: int, report: dict) -> None:
+    """One report on the pipe: its length in 8 bytes, then its JSON."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()  # os._exit skips Python's buffers; small output would be lost
+        except (OSError, ValueError):
+            pass
+    data = json.dumps(report, allow_nan=False).encode()
+    if len(data) > RESULT_CAP:  # said here, so the verdict never waits on 64 MB going through a pipe
+        data = json.dumps({"status": RESULT_ERROR, "error": TOO_LARGE}).encode()
+    view = memoryview(len(data).to_bytes(8, "big") + data)
+    while view:
+        view = view[os.write(wfd, view):]
+
+
+def _child(world, job: dict, case: dict, workdir: str, wfd: int, gfd: int | None, out: int, jail: Jail | None,
            uid: int | None, worker: int) -> None:
+    """`gfd`: for a batch, the pipe on which the worker says go (b"g") once it has read the world after one
+    program and reset it for the next; anything else ends the batch."""
     code = 70
     try:
         os.setsid()
@@ -136,8 +159,11 @@ def _child(world, job: dict, case: dict, workdir: str, wfd: int, out: int, jail:
         os.dup2(null, 0)
         # Keep only stdio and the report pipe: the worker's protocol descriptor, its database connections and
         # its output file must be out of reach.
-        os.closerange(3, wfd)
-        os.closerange(wfd + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+        low = 3
+        for fd in sorted({wfd} | ({gfd} if gfd is not None else set())):
+            os.closerange(low, fd)
+            low = fd + 1
+        os.closerange(low, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
         if jail is not None:
             jail.enter(workdir, max(64, 4 * job["limits"]["file_size_mb"]))
         else:
@@ -150,18 +176,13 @@ def _child(world, job: dict, case: dict, workdir: str, wfd: int, out: int, jail:
         prctl(PR_SET_NO_NEW_PRIVS, 1)  # no setuid binary gives anything back
         apply_limits(job["limits"])
         os.environ.update(HOME=workdir, TMPDIR=workdir, USER="sandbox", LOGNAME="sandbox")
-        report = execute(world, job, case)
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()  # os._exit below skips Python's buffers; small output would be lost
-            except (OSError, ValueError):
-                pass
-        data = json.dumps(report, allow_nan=False).encode()
-        if len(data) > RESULT_CAP:  # said here, so the verdict never waits on 64 MB going through a pipe
-            data = json.dumps({"status": RESULT_ERROR, "error": TOO_LARGE}).encode()
-        view = memoryview(len(data).to_bytes(8, "big") + data)
-        while view:
-            view = view[os.write(wfd, view):]
+        if gfd is None:
+            _send(wfd, execute(world, job["code"], case))
+        else:
+            for k, program in enumerate(job["batch"]):
+                if k and os.read(gfd, 1) != b"g":
+                    break
+                _send(wfd, execute(world, program, case))
         code = 0
     except BaseException:  # noqa: BLE001 - nothing may escape a forked child
         code = 71
@@ -255,13 +276,23 @@ class Runner:
             start = time.monotonic()
             keep = children()  # the world's own processes (a service), never a job's
             rfd, wfd = os.pipe()
+            batch = job.get("batch")
+            gfd, go = os.pipe() if batch is not None else (None, None)
             me = os.getpid()
             pid = os.fork()
             if pid == 0:
                 os.close(rfd)
-                _child(world, job, case, workdir, wfd, out, self.jail, self.uid, me)
+                if go is not None:
+                    os.close(go)
+                _child(world, job, case, workdir, wfd, gfd, out, self.jail, self.uid, me)
             os.close(wfd)
-            data, how = _collect(rfd, pid, start + limits["timeout_s"])
+            if batch is None:
+                data, how = _collect(rfd, pid, start + limits["timeout_s"])
+            else:
+                os.close(gfd)
+                reports, keep = self._batch(world, case, len(batch), rfd, go, pid, keep, limits["timeout_s"])
+                os.close(go)
+                data, how = json.dumps({"status": OK}).encode(), "done"
             os.close(rfd)
             kill_group(pid)  # the program and the processes it started in its group
             _, wait_status, usage = os.wait4(pid, 0)
@@ -279,7 +310,9 @@ class Runner:
                           "error": "the program used up its CPU time" if out_of_cpu else _early_exit_text(wait_status)}
             else:
                 report = _checked_report(data)
-            if report["status"] == OK:
+            if batch is not None:
+                report["batch"] = reports
+            elif report["status"] == OK:
                 report["state"] = world.snapshot(report.pop("recorded", None))
             report["seconds"] = round(seconds, 4)
             report["output"] = output
@@ -290,6 +323,37 @@ class Runner:
         finally:
             os.close(out)
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+    @staticmethod
+    def _batch(world, case: dict, n: int, rfd: int, go: int, pid: int, keep: set, timeout_s: float) -> tuple[list, set]:
+        """The reports of a batch's programs, read one by one: after each, the world's side effects are read and
+        the world is reset before the child may run the next, so that every program meets the test case's initial
+        world exactly as when it runs alone. Each program has the whole wall-clock limit. The batch ends early
+        (fewer reports than programs) when a program runs out of time or the child dies, or when the world can no
+        longer be reached from the child after a reset; the caller runs the rest one by one.
+
+        Returns the reports and the processes to keep (a reset that restarted a service adds it)."""
+        reports = []
+        for k in range(n):
+            data, how = _collect(rfd, pid, time.monotonic() + timeout_s)
+            if how != "done":
+                break
+            report = _checked_report(data)
+            if report["status"] == OK:
+                report["state"] = world.snapshot(report.pop("recorded", None))
+            reports.append(report)
+            if k + 1 == n:
+                break
+            reachable = world.reset_between(case)
+            keep = keep | (children() - {pid})
+            if not reachable:
+                break
+            try:
+                os.write(go, b"g")
+            except OSError:  # the child is gone: the next _collect says so
+                pass
+        return reports, keep
 
 
 def _checked_report(data: bytes) -> dict:

@@ -293,9 +293,18 @@ class World(ABC):
     def reset(self, case: dict) -> None:
         """Restore the world to this test case's initial state (called in the worker, before the fork)."""
 
+    def reset_between(self, case: dict) -> bool:
+        """Between two programs of a batch (see `evaluate.worker`): restore the test case's initial state while
+        the child that runs them waits, after `snapshot` has read the first one's side effects. False when the
+        child can no longer reach the world through the namespace it made (a service restarted on another
+        address): the batch stops there, and its remaining programs run one by one."""
+        self.reset(case)
+        return True
+
     @abstractmethod
     def namespace(self, case: dict) -> dict:
-        """Globals the setup block runs in (loaders, clients, tools)."""
+        """Globals the setup block runs in (loaders, clients, tools); called in the child once per program, so
+        state held in the namespace (a lab, a counter of ids) starts afresh for each program of a batch."""
 
     def canonical(self, obj: Any) -> Any:
         """Plain data for RESULT; scenario types override `canonical_leaf`."""

@@ -6,6 +6,7 @@ proportional set size (PSS): pages shared between forked children (torch's libra
 not once per process. Linux only.
 
   python scripts/bench_build.py --scenarios tensor --n 60
+  python scripts/bench_build.py --scenarios session --n 60 --seed 777 --compare   # the cost of mutation analysis
 """
 
 from __future__ import annotations
@@ -56,21 +57,15 @@ def tree_rss(root: int) -> int:
     return total
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--scenarios", default="tensor")
-    p.add_argument("--n", type=int, default=60)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--workers", type=int, default=None)
-    p.add_argument("--mutants", type=int, default=None, help="passed to the builder (0: no mutation analysis)")
-    a = p.parse_args()
+def run_build(a: argparse.Namespace, mutants: int | None) -> tuple[float, int, str]:
+    """(wall seconds, peak bytes, the builder's output) of one build in a child process."""
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "builder", "--scenarios", a.scenarios, "--n", str(a.n), "--seed", str(a.seed),
                "--out", str(Path(tmp) / "stateeval")]
         if a.workers:
             cmd += ["--workers", str(a.workers)]
-        if a.mutants is not None:
-            cmd += ["--mutants", str(a.mutants)]
+        if mutants is not None:
+            cmd += ["--mutants", str(mutants)]
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -82,10 +77,31 @@ def main() -> None:
         out = proc.stdout.read()
     if proc.returncode:
         sys.exit(f"build failed (exit {proc.returncode}):\n{out}")
-    print(out.strip())
-    mutation = "" if a.mutants is None else f", --mutants {a.mutants}"
-    print(f"build of {a.n} programs per scenario ({a.scenarios}{mutation}): {seconds:.1f} s wall, "
-          f"peak memory {peak / 2**20:.0f} MiB (process tree, {os.cpu_count()} cores)")
+    return seconds, peak, out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--scenarios", default="tensor")
+    p.add_argument("--n", type=int, default=60)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--mutants", type=int, default=None, help="passed to the builder (0: no mutation analysis)")
+    p.add_argument("--compare", action="store_true",
+                   help="build twice back to back, with --mutants 0 and then with --mutants (default: the "
+                        "builder's), and print the ratio of the two wall times: what mutation analysis costs")
+    a = p.parse_args()
+    runs = [0, a.mutants] if a.compare else [a.mutants]
+    times = []
+    for mutants in runs:
+        seconds, peak, out = run_build(a, mutants)
+        times.append(seconds)
+        print(next((line for line in out.splitlines() if "content hash" in line), "") if a.compare else out.strip())
+        mutation = "" if mutants is None else f", --mutants {mutants}"
+        print(f"build of {a.n} programs per scenario ({a.scenarios}{mutation}): {seconds:.1f} s wall, "
+              f"peak memory {peak / 2**20:.0f} MiB (process tree, {os.cpu_count()} cores)")
+    if a.compare:
+        print(f"ratio (with mutation analysis / --mutants 0): {times[1] / times[0]:.2f}x")
 
 
 if __name__ == "__main__":

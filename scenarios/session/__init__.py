@@ -38,6 +38,7 @@ PEOPLE_PER_TASK = 5
 SESSIONS_PER_COLLECTION = (2, 3)
 ASSET = "sessions"  # the stored initial sessions; `SessionWorld.reset` loads them into the service
 URL = 'f"{BASE_URL}/api/sessions/{%s}/%s'  # % (source variable, type): the code prefix of every call
+UPDATED, DELETED = 200, 204  # the status codes of a successful update and delete (scenarios.session.app)
 
 
 # ------------------------------------------------------------------------------------ simulated service
@@ -125,6 +126,12 @@ def _writable(rec: dict) -> bool:
     would make that earlier call dead (skipping it, or sending other data, would change nothing a test can see).
     """
     return not rec.get("unseen")
+
+
+def _status_held(state: State, status: int) -> bool:
+    """Whether RESULT already holds a status code equal to the one this write answers: the two could be swapped
+    or either one returned twice, and every test case would pass (a successful write always answers the same)."""
+    return any(v.value == status and not v.consumers for v in state.of_type(STATUS))
 
 
 def _target_code(var: str, index: int | None) -> str:
@@ -270,6 +277,19 @@ def _shared_field(state: State, var: Var, key: str) -> bool:
                                     for v in state.of_type(DATA))
 
 
+def _held(state: State, type_: str, value) -> bool:
+    """Whether a variable of this type in scope already holds this value."""
+    return any(v.value == value for v in state.of_type(type_))
+
+
+def _same_but(state: State, var: Var, key: str) -> bool:
+    """Whether another data variable in scope equals `var` in every field but `key` (an edit that sets `key`
+    gives the same dict from either)."""
+    def rest(value: dict) -> dict:
+        return {k: x for k, x in value.items() if k != key}
+    return any(v.name != var.name and rest(v.value) == rest(var.value) for v in state.of_type(DATA))
+
+
 class QuerySessions(API):
     name = "query_sessions"
     phrases = (
@@ -384,6 +404,8 @@ class UpdateSession(API):
 
     def bindings(self, state):
         out = []
+        if _status_held(state, UPDATED):
+            return out
         for ref in state.of_type(SID, SESSIONS):
             targets = _targets(state, ref)
             for d in state.of_type(DATA):
@@ -397,7 +419,7 @@ class UpdateSession(API):
         rec, index = rng.choice([(r, i) for r, i in _targets(state, state.vars[ref]) if self._fits(state, r, value)])
         rec["data"] = copy.deepcopy(value)
         rec["unseen"] = True
-        out = state.produce("status", STATUS, 200, self.name)
+        out = state.produce("status", STATUS, UPDATED, self.name)
         state.consume(inputs, self.name)
         code = f"{out} = requests.put({URL % (src, rec['type'])}/{_target_code(ref, index)}\", json={data}).status_code"
         return Call(self.name, [src, ref, data], [out], code, {"type": rec["type"], "index": index})
@@ -431,6 +453,8 @@ class DeleteSession(API):
 
     def bindings(self, state):
         out = []
+        if _status_held(state, DELETED):
+            return out
         for ref in state.of_type(SID, SESSIONS):
             for source in iter_unique(rec["source"] for rec, _ in _targets(state, ref)):
                 out.append((_source_var(state, source), ref.name))
@@ -440,7 +464,7 @@ class DeleteSession(API):
         src, ref = inputs
         rec, index = rng.choice(_targets(state, state.vars[ref]))
         _records(state).remove(rec)
-        out = state.produce("status", STATUS, 200, self.name)
+        out = state.produce("status", STATUS, DELETED, self.name)
         state.consume(inputs, self.name)
         code = f"{out} = requests.delete({URL % (src, rec['type'])}/{_target_code(ref, index)}\").status_code"
         return Call(self.name, [src, ref], [out], code, {"type": rec["type"], "index": index})
@@ -507,8 +531,10 @@ class TakeFromList(API):
         weights = {"id": 0.45, "data": 0.35, "owner": 0.2}
         if item["key"] in {v.value for v in state.of_type(SID)}:  # an id already held would be interchangeable
             del weights["id"]
-        if not isinstance(item["data"].get("owner"), str):
-            del weights["owner"]
+        if not isinstance(item["data"].get("owner"), str) or _held(state, EMAIL, item["data"].get("owner")):
+            del weights["owner"]  # (an address already held would be interchangeable with it)
+        if _held(state, DATA, item["data"]) and len(weights) > 1:
+            del weights["data"]  # (data already held, e.g. what an add sent, would be interchangeable with it)
         what = rng.choices(list(weights), weights=list(weights.values()))[0]
         if what == "id":
             out = state.produce("id", SID, item["key"], self.name)
@@ -572,14 +598,31 @@ class EditData(API):
             kinds.append("owner")
         return kinds
 
+    READS = {"retitle": "title", "owner": None, "remove": "members", "add": "members", "add_new": "members"}
+    CHANGES = {"retitle": "title", "owner": "owner", "remove": "members", "add": "members", "add_new": "members"}
+
     @classmethod
     def _allowed(cls, state: State, data: str, email: str | None) -> list[str]:
-        """The edits of `data`, less a new owner for data whose owner an edit just set: the earlier edit would be
-        dead, and its data interchangeable with the data it was made from."""
-        kinds = cls._kinds(state.vars[data].value, None if email is None else state.vars[email].value)
+        """The edits of `data`, less a new owner for data whose owner an edit just set (the earlier edit would be
+        dead, and its data interchangeable with the data it was made from), and less every edit that reads a
+        value another variable in scope holds too: a field of `data` (its title, its members) that another data
+        variable has unchanged, the rest of `data` when another data variable differs from it only in the field
+        the edit sets, or an e-mail address another variable holds. Reading the other variable instead would
+        give the same dict on every test case (an edit of an edited copy whose ancestor holds the same title)."""
+        var = state.vars[data]
+        kinds = cls._kinds(var.value, None if email is None else state.vars[email].value)
         if data in state.extra.get("owner_set", ()):
             kinds = [k for k in kinds if k != "owner"]
-        return kinds
+        if email is not None and any(v.name != email and v.value == state.vars[email].value
+                                     for v in state.of_type(EMAIL)):
+            return []
+        address = None if email is None else state.vars[email].value
+        made = {"owner": lambda d: {**d, "owner": address},
+                "add": lambda d: {**d, "members": d["members"] + [address]},
+                "remove": lambda d: {**d, "members": [m for m in d["members"] if m != address]}}
+        return [k for k in kinds if not (cls.READS[k] and _shared_field(state, var, cls.READS[k]))
+                and not _same_but(state, var, cls.CHANGES[k])
+                and not (k in made and _held(state, DATA, made[k](var.value)))]  # e.g. a member added, then removed
 
     def bindings(self, state):
         out = []
@@ -807,7 +850,7 @@ class SessionScenario(Scenario):
             return Condition(f'{v}.split("@")[1]', "==", domain, other,
                              f"the domain of `{v}` (the part after '@') is COND")
         if var.type == STATUS:
-            return Condition(v, "==", 200, 404, f"`{v}` is COND")  # reads "the status code of the update is"
+            return Condition(v, "==", var.value, 404, f"`{v}` is COND")  # reads "the status code of the update is"
         return None  # an id: its value is made by the service, so no constant can be stated for it
 
     def always_result(self, var):

@@ -9,6 +9,10 @@ Deliberate differences from the original, each where its behaviour was an accide
   in a value breaks or changes the query);
 * error bodies carry no timestamp, so the same request always gets the same answer;
 * ids are deterministic per database (see `scenarios.session.store`);
+* success answers with the status REST gives it rather than 200 everywhere: an add that stores a new session
+  answers 201 (Created; 200 when identical data is already stored and that session's id is answered), a delete
+  answers 204 (No Content); an update still answers 200 with an empty body. A program that keeps the status of
+  an update and of a delete can then not return one for the other;
 * a request body larger than `MAX_BODY_BYTES` answers 413 as soon as its size is known (the declared
   `Content-Length`, or the bytes read so far of a chunked body), so a program cannot make the service buffer
   gigabytes; the original had no such limit of its own.
@@ -87,14 +91,16 @@ def _error(description: str) -> dict:
 _BAD_TYPE = "an unknown session type"
 _NOT_FOUND = {404: _error("no session with this id under this source and type")}
 _EMPTY_200 = {200: {"description": "done; the body is empty", "content": {}}}
+_EMPTY_204 = {204: {"description": "done; no body", "content": {}}}
 _SOURCE = Path(description="the application the sessions belong to (case sensitive; at least 3 characters "
                            "to add a session)")
 _TYPE = Path(description="the session type (case sensitive): " + ", ".join(store.SESSION_TYPES))
 _ID = Path(description="the session's id, as returned when it was added")
 
 
-def _json(obj: Any) -> Response:
-    return Response(json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode(), media_type="application/json")
+def _json(obj: Any, status: int = 200) -> Response:
+    return Response(json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode(), status_code=status,
+                    media_type="application/json")
 
 
 async def _body(request: Request) -> bytes:
@@ -171,18 +177,21 @@ def create_app(db_path: str) -> FastAPI:
         return JSONResponse(body, status_code=400)
 
     @app.post("/api/sessions/{source}/{type}", response_model=SessionId, tags=["sessions"],
-              summary="Add a session",
-              responses={400: _error(f"invalid or missing JSON, data that is not a JSON object, a source shorter "
+              summary="Add a session", status_code=201,
+              responses={200: {"model": SessionId, "description": "identical data is already stored under this "
+                                                                  "source and type: that session's id"},
+                         400: _error(f"invalid or missing JSON, data that is not a JSON object, a source shorter "
                                      f"than {store.MIN_SOURCE_LENGTH} characters, or {_BAD_TYPE}")},
               openapi_extra={"requestBody": _DATA_BODY},
               description="Stores the JSON object in the body as a new session of this source and type and "
-                          "answers its id. If a session of the same source and type already holds identical "
-                          "data (same checksum), nothing is stored and that session's id is answered.")
+                          "answers its id (201). If a session of the same source and type already holds identical "
+                          "data (same checksum), nothing is stored and that session's id is answered (200).")
     async def add_session(request: Request, source: str = _SOURCE, type: SessionType = _TYPE):
         data = _session_data(await _body(request))
         if len(source) < store.MIN_SOURCE_LENGTH:
             raise ServiceError(400, f"source has a minimum length of {store.MIN_SOURCE_LENGTH};")
-        return _json({"id": store.add_session(conn, source, type.value, data)})
+        id_, created = store.add_session(conn, source, type.value, data)
+        return _json({"id": id_}, status=201 if created else 200)
 
     @app.get("/api/sessions/{source}/{type}", response_model=list[Session], tags=["sessions"],
              summary="List sessions", responses={400: _error(_BAD_TYPE)},
@@ -251,13 +260,14 @@ def create_app(db_path: str) -> FastAPI:
         return Response(status_code=200)
 
     @app.delete("/api/sessions/{source}/{type}/{id}", tags=["sessions"], summary="Delete a session",
-                response_class=Response, responses={**_EMPTY_200, 400: _error(_BAD_TYPE), **_NOT_FOUND},
+                response_class=Response, status_code=204,
+                responses={**_EMPTY_204, 400: _error(_BAD_TYPE), **_NOT_FOUND},
                 description="Deletes the session with this id. 404 when no session with this id belongs to this "
                             "source and type.")
     async def delete_session(source: str = _SOURCE, type: SessionType = _TYPE, id: str = _ID):
         if not store.delete_session(conn, source, type.value, id):
             raise _not_found()
-        return Response(status_code=200)
+        return Response(status_code=204)
 
     @app.get("/info", tags=["info"], summary="Service version", response_class=PlainTextResponse,
              description="The service's version, as plain text.")

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 DOC_PATH = Path(__file__).with_name("api_doc.md")
+DEFAULT_DESCRIPTION = "Successful Response"  # what FastAPI calls an endpoint's own success response
 
 INTRO = """\
 # Session Service API (HTTP, with `requests`)
@@ -53,7 +54,8 @@ status = requests.put(f"{BASE_URL}/api/sessions/{s}/T/{i}", json=d).status_code 
 status = requests.delete(f"{BASE_URL}/api/sessions/{s}/T/{i}").status_code        # delete session i
 ```
 
-An update or a delete answers an empty body; when the task asks for its status code, keep `.status_code`.
+An update answers 200 and a delete 204, both with an empty body; when the task asks for the status code,
+keep `.status_code`.
 
 Lists of sessions are kept exactly as the service returns them (a list of `{"id", "data", "source", "type"}`
 objects, oldest first). "The first/second/last session in a list" means index `0`, `1`, `-1`. Ids are made
@@ -112,8 +114,10 @@ def _operation(method: str, path: str, op: dict, spec: dict, shared: dict) -> li
         lines.append(f"- JSON body: {schema.get('description', 'JSON')}; e.g. `{example}`")
     for status, resp in op.get("responses", {}).items():
         content = resp.get("content") or {}
-        if "application/json" in content and status == "200":
+        if "application/json" in content and status.startswith("2"):
             what = f"`{_shape(content['application/json'].get('schema', {}), spec)}`"
+            if resp.get("description", DEFAULT_DESCRIPTION) != DEFAULT_DESCRIPTION:
+                what += f" ({resp['description']})"
         elif "text/plain" in content:
             what = "the version, as plain text"
         else:

@@ -130,8 +130,9 @@ def _mint(conn: sqlite3.Connection, source: str, type_: str, digest: str) -> str
         n += 1  # a pre-loaded session holds this id (practically never): take the next one
 
 
-def add_session(conn: sqlite3.Connection, source: str, type_: str, data: dict) -> str:
-    """Store a session and return its id; identical data under the same source and type returns the stored id."""
+def add_session(conn: sqlite3.Connection, source: str, type_: str, data: dict) -> tuple[str, bool]:
+    """Store a session; (its id, True), or (the stored session's id, False) when the same source and type already
+    hold identical data."""
     digest = checksum(data)
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -140,14 +141,14 @@ def add_session(conn: sqlite3.Connection, source: str, type_: str, data: dict) -
         ).fetchone()
         if found:
             conn.execute("COMMIT")
-            return found[0]
+            return found[0], False
         id_ = _mint(conn, source, type_, digest)
         conn.execute(
             "INSERT INTO sessions (id, source, type, checksum, data) VALUES (?, ?, ?, ?, ?)",
             (id_, source, type_, digest, json.dumps(data, ensure_ascii=False)),
         )
         conn.execute("COMMIT")
-        return id_
+        return id_, True
     except BaseException:
         conn.execute("ROLLBACK")
         raise

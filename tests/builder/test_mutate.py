@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import random
 from collections import Counter
 
@@ -90,16 +91,41 @@ def test_undefined_read_follows_each_branch_on_its_own():
         "    RESULT = [b]\n", "    RESULT = [a]\n")), {"x", "f", "g", "COND"}) == ""
 
 
-def test_one_job_per_task_and_case_kills_exactly_what_one_job_per_mutant_kills(sandbox, monkeypatch):
-    """Tensor mutants share a child (`shared_runs`); the verdicts must be those of separate runs."""
-    config, drafts = captured("tensor", 5, 11, sandbox)
+@pytest.mark.parametrize("name,n,seed", [("tensor", 5, 11), ("session", 4, 3), ("voice", 5, 2)])
+def test_one_job_per_task_and_case_kills_exactly_what_one_job_per_mutant_kills(sandbox, monkeypatch, name, n, seed):
+    """A task's mutants share a child on each test case (tensor: `shared_runs`; session and voice: a batch, the
+    world reset between mutants); the verdicts must be those of separate runs."""
+    import builder.mutate as mutate
+
+    config, drafts = captured(name, n, seed, sandbox)
     together = analyse_mutants(drafts, sandbox, config, Counter())
     shared = [(d.task_id, d.mutation, [c.name for c in d.cases]) for d in together]
-    config, drafts = captured("tensor", 5, 11, sandbox)
-    monkeypatch.setattr(type(get_scenario("tensor")), "shared_runs", False)
+    config, drafts = captured(name, n, seed, sandbox)
+    monkeypatch.setattr(type(get_scenario(name)), "shared_runs", False)
+    monkeypatch.setattr(mutate, "BATCHES", False)
     apart = analyse_mutants(drafts, sandbox, config, Counter())
     assert shared == [(d.task_id, d.mutation, [c.name for c in d.cases]) for d in apart]
     assert sum(m["killed"] for _, m, _ in shared) > 0
+    assert sum(m["equivalent"] for _, m, _ in shared) < sum(m["mutants"] for _, m, _ in shared)
+
+
+@pytest.mark.parametrize("name", ["session", "voice"])
+def test_a_batch_gives_each_program_the_world_it_would_meet_alone(sandbox, name):
+    """Every program of a batch starts from the test case's initial world: the stored sessions, the lab's speech
+    and call numbering. The reference runs twice in one batch, around programs that write, and each run's RESULT
+    and state are exactly those of the reference run alone."""
+    from evaluate.sandbox import Job
+
+    config, drafts = captured(name, 3, 4, sandbox)
+    for d in drafts:
+        case = d.cases[0].to_row()
+        reference = d.program.reference_code()
+        programs = [reference, *(m.code for m in mutants(d.program, 6, random.Random(0)) if not m.undefined), reference]
+        (batch,) = sandbox.run_untrusted([Job("b", d.scenario, "", case, batch=programs)])
+        alone = sandbox.run_untrusted([Job(i, d.scenario, code, case) for i, code in enumerate(programs)])
+        assert batch.status == "ok" and len(batch.batch) == len(programs)
+        assert [(o.status, o.result, o.state) for o in batch.batch] == [(o.status, o.result, o.state) for o in alone]
+        assert batch.batch[0].state == batch.batch[-1].state == json.loads(case["expected_state"])
 
 
 def test_a_dead_write_is_found_and_its_task_dropped(sandbox, monkeypatch):
@@ -117,6 +143,29 @@ def test_a_dead_write_is_found_and_its_task_dropped(sandbox, monkeypatch):
     config, drafts = captured("session", 20, 5, sandbox)
     rejections = Counter()
     assert len(analyse_mutants(drafts, sandbox, config, rejections)) == len(drafts), rejections
+
+
+def test_a_batch_that_ends_early_has_the_rest_run_one_by_one(sandbox, monkeypatch):
+    """A batch whose child dies after some programs (or whose world cannot be reset for the next) gives verdicts
+    for those only; the rest run alone, so the build's verdicts do not change."""
+    config, drafts = captured("voice", 4, 2, sandbox)
+    expected = [d.mutation for d in analyse_mutants(drafts, sandbox, config, Counter())]
+    config, drafts = captured("voice", 4, 2, sandbox)
+    expected = [d.mutation for d in analyse_mutants(drafts, sandbox, config, Counter())]
+    config, drafts = captured("voice", 4, 2, sandbox)
+    run, cut = sandbox.run_untrusted, []
+
+    def ending_early(jobs, desc=None):
+        outcomes = run(jobs, desc)
+        for o in outcomes:
+            if o.batch:
+                cut.append(len(o.batch))
+                o.batch = o.batch[:len(o.batch) // 2]
+        return outcomes
+
+    monkeypatch.setattr(sandbox, "run_untrusted", ending_early)
+    assert [d.mutation for d in analyse_mutants(drafts, sandbox, config, Counter())] == expected
+    assert cut
 
 
 def test_a_batch_that_fails_whole_is_run_one_by_one(sandbox, monkeypatch):

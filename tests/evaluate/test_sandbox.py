@@ -95,6 +95,16 @@ def test_infinite_loop_times_out_and_the_run_completes(sandbox, case):
     assert outcomes[1].status == "ok" and outcomes[1].result == "fine"
 
 
+def test_a_batch_reports_each_program_and_stops_at_one_out_of_time(sandbox, case):
+    """A batch runs its programs in turn in one child, each in a fresh namespace (a name one program sets is not
+    there for the next), and answers one outcome per program; one out of time ends it, the rest get no outcome."""
+    programs = ["RESULT = 1\nleft = 1\n", "RESULT = [globals().get('left'), 2]\n", "raise ValueError('no')\n",
+                "import time\ntime.sleep(60)\n", "RESULT = 5\n"]
+    (outcome,) = sandbox.run_untrusted([Job("b", "tensor", "", case, batch=programs)])
+    assert outcome.status == "ok"
+    assert [(o.status, o.result) for o in outcome.batch] == [("ok", 1), ("ok", [None, 2]), ("execution_error", None)]
+
+
 def test_syntax_error(sandbox, case):
     outcome = run_one(sandbox, "RESULT = [x1\nv2 = (\n", case)
     assert outcome.status == "syntax_error"

@@ -143,6 +143,36 @@ def test_status_codes_and_listings_reach_result(scenario):
     assert statuses and listings
 
 
+def test_no_two_statuses_or_edits_can_be_told_apart_by_nothing(scenario):
+    """Within a path, RESULT never holds two equal status codes (an update answers 200, a delete 204: two updates'
+    statuses could be swapped and every test case would pass), and no edit of session data reads a value another
+    variable in scope holds too (the title of an edited copy whose original holds the same title): a program that
+    reads the other variable would build the same dict on every test case."""
+    statuses = edits = 0
+    for s in SEEDS:
+        program = generate_program(scenario, random.Random(f"session-test/coincide/{s}"), CoverageRecorder())
+        for leaf in program.leaves():
+            variables = leaf.path.state.vars
+            held = [v.value for v in variables.values() if v.type == STATUS and not v.consumers]
+            assert len(held) == len(set(held)), program.reference_code()
+            statuses += len(held)
+            names = list(variables)
+            for call in leaf.calls:
+                if call.api != "edit_data":
+                    continue
+                edits += 1
+                source, made = variables[call.inputs[0]].value, call.outputs[0]
+                field = {"retitle": "title", "owner": "owner"}.get(call.args["kind"], "members")
+                before = [variables[n] for n in names[:names.index(made)] if n not in call.inputs]
+                for other in (v for v in before if v.type == DATA):
+                    rest = {k: x for k, x in other.value.items() if k != field}
+                    assert rest != {k: x for k, x in source.items() if k != field}, (call.code, other.name)
+                    if field != "owner":
+                        assert other.value.get(field) != source.get(field), (call.code, other.name)
+                    assert other.value != variables[made].value, (call.code, other.name)  # e.g. added, then removed
+    assert statuses and edits
+
+
 def test_every_read_finds_something_new(scenario):
     """No list or query answers an empty list (a query of a misspelt field would answer the same), and none
     answers exactly what another listing on its path holds (the two would be interchangeable). Dead writes are
@@ -207,11 +237,12 @@ def test_reference_scores_100_percent(built, sandbox):
     assert len(results) == len(tasks)
 
 
-def _faked(code: str, index: int, status: str) -> str:
+def _faked(code: str, index: int, status: str, method: str) -> str:
     """The program with line `index` (an update or delete) replaced by the status it would have answered."""
     lines = code.splitlines()
     indent = lines[index][: len(lines[index]) - len(lines[index].lstrip())]
-    return "\n".join(lines[:index] + [f"{indent}{status} = 200"] + lines[index + 1:]) + "\n"
+    answer = {"put": 200, "delete": 204}[method]
+    return "\n".join(lines[:index] + [f"{indent}{status} = {answer}"] + lines[index + 1:]) + "\n"
 
 
 def test_skipping_a_required_update_or_delete_fails_on_state(built, sandbox):
@@ -224,7 +255,7 @@ def test_skipping_a_required_update_or_delete_fails_on_state(built, sandbox):
         for i, line in enumerate(lines[:-1]):
             m = MUTATION.match(line)
             if m and lines[i + 1].strip().startswith("RESULT ="):
-                variants[t["task_id"]] = [_faked(t["reference_program"], i, m.group(1))]
+                variants[t["task_id"]] = [_faked(t["reference_program"], i, m.group(1), m.group(2))]
                 break
     assert variants, "the small build should hold a program ending in an update or a delete"
     results = score([t for t in tasks if t["task_id"] in variants], variants, sandbox)

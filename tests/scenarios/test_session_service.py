@@ -54,7 +54,7 @@ def add(base, source, type_, data) -> requests.Response:
 
 def new_id(base, source, type_, data) -> str:
     r = add(base, source, type_, data)
-    assert r.status_code == 200, r.text
+    assert r.status_code in (200, 201), r.text  # 200: identical data was already stored
     assert list(r.json()) == ["id"]
     return r.json()["id"]
 
@@ -83,8 +83,19 @@ def test_list_is_empty_then_in_creation_order(base):
     assert {(s["source"], s["type"]) for s in listed} == {("msk_portal", "main_session")}
 
 
+def test_success_statuses_tell_an_add_an_update_and_a_delete_apart(base):
+    """201 for an add that stores, 200 for one that finds identical data, 200 for an update, 204 for a delete:
+    a program that keeps one write's status in place of another's gets another number."""
+    first = add(base, "msk_portal", "group", {"n": 1})
+    again = add(base, "msk_portal", "group", {"n": 1})
+    assert (first.status_code, again.status_code, again.json()) == (201, 200, first.json())
+    url = f"{base}/msk_portal/group/{first.json()['id']}"
+    assert requests.put(url, json={"n": 2}, timeout=10).status_code == 200
+    assert (requests.delete(url, timeout=10).status_code, requests.delete(url, timeout=10).status_code) == (204, 404)
+
+
 def test_empty_object_is_a_valid_session(base):
-    assert add(base, "msk_portal", "main_session", {}).status_code == 200
+    assert add(base, "msk_portal", "main_session", {}).status_code == 201
 
 
 def test_all_eight_types_are_accepted():
@@ -139,7 +150,7 @@ def test_ids_are_deterministic_per_reset_and_not_reused(service, base):
     new_id(base, "probe_portal", "group", data)
     assert new_id(base, "msk_portal", "group", data) == first
     # Deleted and added again: a new id, as MongoDB would give.
-    assert requests.delete(f"{base}/msk_portal/group/{first}", timeout=10).status_code == 200
+    assert requests.delete(f"{base}/msk_portal/group/{first}", timeout=10).status_code == 204
     assert new_id(base, "msk_portal", "group", data) != first
 
 
@@ -162,7 +173,7 @@ def test_add_without_a_body_is_400(base):
 def test_short_source_is_400_on_add(base):
     r = add(base, "ab", "main_session", {"title": "x"})
     assert r.status_code == 400 and "minimum length of 3" in r.json()["message"]
-    assert add(base, "abc", "main_session", {"title": "x"}).status_code == 200
+    assert add(base, "abc", "main_session", {"title": "x"}).status_code == 201
 
 
 @pytest.mark.parametrize("method, suffix", [
@@ -201,7 +212,7 @@ def test_an_id_under_another_source_or_type_is_404(base):
     r = requests.get(f"{base}/msk_portal/virtual_study/{sid}", timeout=10)
     assert r.status_code == 200 and r.json()["data"] == data
     r = requests.delete(f"{base}/msk_portal/virtual_study/{sid}", timeout=10)
-    assert (r.status_code, r.content) == (200, b"")
+    assert (r.status_code, r.content) == (204, b"")
     assert requests.get(f"{base}/msk_portal/virtual_study/{sid}", timeout=10).status_code == 404
 
 
@@ -243,7 +254,7 @@ def test_update_that_would_duplicate_another_session_is_409(base):
 
 def test_delete_removes_only_that_session(base):
     ids = [new_id(base, "msk_portal", "group", {"n": n}) for n in range(3)]
-    assert requests.delete(f"{base}/msk_portal/group/{ids[0]}", timeout=10).status_code == 200
+    assert requests.delete(f"{base}/msk_portal/group/{ids[0]}", timeout=10).status_code == 204
     assert [s["id"] for s in requests.get(f"{base}/msk_portal/group", timeout=10).json()] == ids[1:]
     assert requests.delete(f"{base}/msk_portal/group/{ids[0]}", timeout=10).status_code == 404
 
@@ -434,7 +445,7 @@ def test_a_body_over_the_cap_is_413_declared_or_streamed_and_stores_nothing(base
     assert [s["data"] for s in listed] == [{"title": "kept"}]
     # A body just under the cap is still accepted.
     ok = add(base, "portal", "main_session", {"pad": "y" * (MAX_BODY_BYTES - 100)})
-    assert ok.status_code == 200
+    assert ok.status_code == 201
 
 
 def test_serve_keeps_its_database_in_the_user_data_folder_and_says_where(tmp_path):
