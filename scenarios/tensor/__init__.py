@@ -283,6 +283,16 @@ class Conv2d(API):
         p = 0 if padding == "valid" else padding
         return (n + 2 * p - dilation * (k - 1) - 1) // stride + 1
 
+    @classmethod
+    def sees_input(cls, n: int, k: int, stride: int, padding, dilation: int) -> bool:
+        """Whether every output position along a dimension of size `n` has a kernel tap on a real input element
+        (not only on padding)."""
+        before = dilation * (k - 1) // 2 if padding == "same" else padding
+        for o in range(max(cls.out_size(n, k, stride, padding, dilation), 0)):
+            if not any(before <= o * stride + j * dilation < before + n for j in range(k)):
+                return False
+        return True
+
     @staticmethod
     def _same_is_int(kh: int, kw: int, dilation: int) -> bool:
         """Whether padding='same' pads every side equally, so that an integer padding would give the same result.
@@ -304,6 +314,8 @@ class Conv2d(API):
                 continue
             if dilation > 1 and kh == kw == 1:  # a stated option that changes nothing could be dropped unseen
                 continue
+            if not all(self.sees_input(s, k, stride, padding, dilation) for s, k in ((h, kh), (w_, kw))):
+                continue  # an output that only sees padding is the bias whatever the input: a dead call upstream
             oh, ow = (self.out_size(s, k, stride, padding, dilation) for s, k in ((h, kh), (w_, kw)))
             if stride > 1 and oh == ow == 1:
                 continue

@@ -262,3 +262,27 @@ def test_unknown_scenario_raises_key_error_naming_known_ones():
     assert "no-such-world" in message
     for name in scenario_names():
         assert name in message
+
+
+def test_no_convolution_has_an_output_that_sees_only_padding():
+    """Such an output is the bias whatever the input, so every call feeding it would be dead."""
+    import random
+
+    from builder.fuzz import CoverageRecorder
+    from builder.program import generate_program
+    from scenarios import get_scenario
+    from scenarios.tensor import Conv2d
+
+    assert not Conv2d.sees_input(1, 2, 1, 1, 2)  # one row, padded by one: both taps (rows -1 and +1) are padding
+    assert Conv2d.sees_input(1, 3, 1, 1, 1) and Conv2d.sees_input(4, 2, 1, "same", 1)
+    scenario, recorder = get_scenario("tensor"), CoverageRecorder()
+    for seed in range(150):
+        program = generate_program(scenario, random.Random(seed), recorder, calls_per_path=7)
+        for leaf in program.leaves():
+            state = leaf.path.state
+            for call in leaf.calls:
+                if call.api == "conv2d":
+                    a, (_, _, h, w) = call.args, tuple(state.vars[call.inputs[0]].value)
+                    _, _, kh, kw = tuple(state.vars[a["weight"]].value)
+                    for n, k in ((h, kh), (w, kw)):
+                        assert Conv2d.sees_input(n, k, a["stride"], a["padding"], a["dilation"]), (seed, call.code)
