@@ -19,13 +19,12 @@ user downloads, so it is measured on what a user downloads, and the test suite c
 from __future__ import annotations
 
 import ast
-import warnings
 from dataclasses import dataclass
-from functools import lru_cache
 from statistics import mean
 
+from evaluate.models.tokens import count as count_tokens  # cl100k_base, as the paper's Table I counts
+
 RESULT = "RESULT"
-ENCODING = "cl100k_base"
 
 
 # ------------------------------------------------------------------------------------------ data flow
@@ -110,26 +109,6 @@ def analyse(reference: str) -> Flow:
 
     paths = block(ast.parse(reference).body, [[]])
     return Flow(calls, paths)
-
-
-# ------------------------------------------------------------------------------------------- tokens
-
-
-@lru_cache(maxsize=1)
-def _encoding():
-    with warnings.catch_warnings():  # its data loader uses a deprecated importlib.resources call
-        warnings.simplefilter("ignore", DeprecationWarning)
-        try:
-            import bpe_openai
-        except ImportError as exc:  # a dependency of the project; a broken install gets one clear line
-            raise ImportError("token counts need the bpe-openai package: pip install bpe-openai") from exc
-        encoding = bpe_openai.get_encoding(ENCODING)
-        encoding.encode("load the merge table now")
-    return encoding
-
-
-def count_tokens(text: str) -> int:
-    return len(_encoding().encode(text))
 
 
 # -------------------------------------------------------------------------------------------- Table I
