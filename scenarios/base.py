@@ -197,6 +197,11 @@ class API(ABC):
         return d
 
 
+def setup_block(lines: list[str], constants: dict[str, Any]) -> str:
+    """The setup block from a scenario's own lines, then one `NAME = value` line per split constant."""
+    return "\n".join(lines + [f"{k} = {v!r}" for k, v in constants.items()]) + "\n"
+
+
 def join_names(names: Sequence[str]) -> str:
     quoted = [f"`{n}`" for n in names]
     if len(quoted) <= 1:

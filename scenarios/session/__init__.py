@@ -27,7 +27,7 @@ import random
 from pathlib import Path
 
 from scenarios.base import (
-    API, Asset, Call, Condition, Scenario, State, Var, canonical_json, iter_unique, join_names,
+    API, Asset, Call, Condition, Scenario, State, Var, canonical_json, iter_unique, join_names, setup_block,
 )
 from scenarios.session import words
 from scenarios.session.filters import compile_filter
@@ -860,9 +860,7 @@ class SessionScenario(Scenario):
         lines = ["import requests", "", "BASE_URL = service_url()  # the session service for this test case"]
         for name in state.inits:
             lines.append(f"{name} = {state.vars[name].value!r}")
-        for k, v in constants.items():
-            lines.append(f"{k} = {v!r}")
-        return "\n".join(lines) + "\n"
+        return setup_block(lines, constants)
 
     def describe_init(self, state):
         groups = [

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scenarios.base import API, Asset, Call, Condition, Scenario, State, Var, join_names
+from scenarios.base import API, Asset, Call, Condition, Scenario, State, Var, join_names, setup_block
 
 MAX_DIM = 6  # largest size of any dimension of any tensor
 MAX_BATCH = 2
@@ -410,9 +410,7 @@ class TensorScenario(Scenario):
         lines = ["import torch", "import torch.nn.functional as F", ""]
         for name in state.inits:
             lines.append(f'{name} = load_tensor("{name}")  # {DTYPE}, shape {tuple(state.vars[name].value)}')
-        for k, v in constants.items():
-            lines.append(f"{k} = {v!r}")
-        return "\n".join(lines) + "\n"
+        return setup_block(lines, constants)
 
     def describe_value(self, var):
         return f"a tensor of shape {tuple(var.value)}"

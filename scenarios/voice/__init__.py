@@ -19,7 +19,9 @@ import json
 import math
 from pathlib import Path
 
-from scenarios.base import API, Asset, Call, Condition, Scenario, State, Var, compare_plain, join_names
+from scenarios.base import (
+    API, Asset, Call, Condition, Scenario, State, Var, compare_plain, join_names, setup_block,
+)
 from scenarios.voice.tools import (
     CATEGORIES,
     DEFAULT_VOICE,
@@ -505,9 +507,7 @@ class VoiceScenario(Scenario):
                              f'segment(s), {speakers} speaker(s), {speech.duration} s')
             else:
                 lines.append(f"{name} = {var.value!r}")
-        for k, v in constants.items():
-            lines.append(f"{k} = {v!r}")
-        return "\n".join(lines) + "\n"
+        return setup_block(lines, constants)
 
     def describe_init(self, state):
         by_type = {t: [n for n in state.inits if state.vars[n].type == t]
