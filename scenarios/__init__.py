@@ -10,9 +10,9 @@ from scenarios.base import API, INIT, Asset, Call, Condition, Scenario, State, V
 
 # name -> "module:Class". A new scenario is one line here plus its own sub-package.
 REGISTRY: dict[str, str] = {
-    "tensor": "scenarios.tensor:TensorScenario",
-    "session": "scenarios.session:SessionScenario",
-    "voice": "scenarios.voice:VoiceScenario",
+    "tensor": "scenarios.tensor.machine:TensorScenario",
+    "session": "scenarios.session.machine:SessionScenario",
+    "voice": "scenarios.voice.machine:VoiceScenario",
 }
 
 _cache: dict[str, Scenario] = {}

@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-import scenarios.session as session_scenario
+import scenarios.session.machine as session_scenario
 from builder.config import BuildConfig
 from builder.fuzz import CoverageRecorder
 from builder.mutate import OPERATORS, _assigned_names, _undefined_read, analyse_mutants, mutants
