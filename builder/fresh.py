@@ -298,15 +298,3 @@ def same_day_warning(split: FreshSplit, created_at: str) -> str | None:
         return (f"created_at {created_at} is not after the previous release's {latest}: "
                 f"`python -m evaluate --since {latest}` will not select this split (pass a later --created-at)")
     return None
-
-
-def overlap_report(new_tasks: list[dict], previous: list[dict], ngram_share: float = 0.5) -> Counter:
-    """Count finished rows that overlap `previous`, by reason (a row may count under several): the check a
-    release manager runs on two folders, and what the tests assert is all zero after a fresh build."""
-    index = OverlapIndex(ngram_share)
-    for row in previous:
-        index.add(TaskView.of_row(row))
-    counts: Counter = Counter()
-    for row in new_tasks:
-        counts.update(index.reasons(TaskView.of_row(row)))
-    return counts

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import pytest
 
 from builder.config import BuildConfig
-from builder.fresh import (OverlapIndex, TaskView, call_sequence_keys, ngrams, overlap_report, parse_source,
-                           prepare, program_key)
+from builder.fresh import OverlapIndex, TaskView, call_sequence_keys, ngrams, parse_source, prepare, program_key
 from builder.pipeline import build
 from evaluate.data import DatasetError, created_after, load_tasks
 from tests.conftest import SMALL
@@ -95,6 +95,17 @@ def test_instruction_share_counts_distinctive_13grams_only():
     assert index.reasons(view("c = h(x)\n", "", ["h"], fresh_text)) == []
 
 
+def overlap_report(new_tasks: list[dict], previous: list[dict], ngram_share: float = 0.5) -> Counter:
+    """Count finished rows that overlap `previous`, by reason (a row may count under several)."""
+    index = OverlapIndex(ngram_share)
+    for row in previous:
+        index.add(TaskView.of_row(row))
+    counts: Counter = Counter()
+    for row in new_tasks:
+        counts.update(index.reasons(TaskView.of_row(row)))
+    return counts
+
+
 def test_every_task_overlaps_itself(small_tasks):
     counts = overlap_report(small_tasks, small_tasks)
     assert counts == {"program": len(small_tasks), "call sequence": len(small_tasks),
@@ -141,7 +152,6 @@ def test_a_rebuild_of_the_previous_release_is_dropped_whole(small_dataset, small
     config = BuildConfig(out=str(tmp_path / "x"), **dict(SMALL, fresh=True, against=[str(small_dataset)]))
     split = prepare(config)
     assert config.seed == 1 and config.avoid_seeds == [0]
-    from collections import Counter
 
     from builder.pipeline import fuzz, translate
 
