@@ -26,7 +26,6 @@ from typing import NamedTuple
 from builder.program import COND, Path, Program, Split
 from scenarios.base import Call, join_names
 
-NAME = "template"
 VARIANTS = ("natural", "steps", "vague")
 
 OPENERS = ("First,", "To start,", "To begin,")
