@@ -18,13 +18,13 @@ import pyarrow.parquet as pq
 
 from builder import __version__
 from cards import DATASET_CARD, template
-from evaluate.data import DATA_DIR, MANIFEST, SCHEMA, DatasetError, content_hash, file_sha256
+from evaluate.data import DATA_DIR, MANIFEST, SCHEMA, DatasetError, TaskRecord, content_hash, file_sha256
 from evaluate.provenance import library_versions
 
 ROWS_PER_SHARD = 500
 
 
-def _write_shards(folder: Path, scenario: str, records: list[dict]) -> dict[str, str]:
+def _write_shards(folder: Path, scenario: str, records: list[TaskRecord]) -> dict[str, str]:
     """Write a scenario's shards; return {relative path: sha256}.
 
     Each shard's name ends with the start of its own sha256, and the card lists the exact names: `datasets`
@@ -35,7 +35,7 @@ def _write_shards(folder: Path, scenario: str, records: list[dict]) -> dict[str,
     files = {}
     for k, chunk in enumerate(chunks):
         tmp = folder / DATA_DIR / f".{scenario}-{k}.tmp"
-        table = pa.Table.from_pylist(chunk, schema=SCHEMA)
+        table = pa.Table.from_pylist([r.to_row() for r in chunk], schema=SCHEMA)
         pq.write_table(table, tmp, compression="zstd", write_statistics=True)
         digest = file_sha256(tmp)
         rel = f"{DATA_DIR}/{scenario}-{k:05d}-of-{len(chunks):05d}-{digest[:12]}.parquet"
@@ -92,7 +92,7 @@ def mutation_markdown(summary: dict) -> str:
     return "\n".join(rows)
 
 
-def table1_markdown(records: dict[str, list[dict]]) -> str:
+def table1_markdown(records: dict[str, list[TaskRecord]]) -> str:
     """The paper's Table I measured on the records themselves (builder/stats.py), in the card's scenario order."""
     from builder.stats import format_table, table1
 
@@ -124,7 +124,7 @@ def check_out(out: Path) -> None:
         raise DatasetError(f"{out} exists and is not a StateEval dataset; choose another --out or remove it")
 
 
-def write_dataset(out: Path, records: dict[str, list[dict]], info: dict, report: dict, table1: str) -> dict:
+def write_dataset(out: Path, records: dict[str, list[TaskRecord]], info: dict, report: dict, table1: str) -> dict:
     """Write the folder atomically (`table1`: the card's Table I, from `table1_markdown`); return its manifest."""
     out = Path(out)
     check_out(out)

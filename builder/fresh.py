@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from builder.stats import RESULT, analyse
-from evaluate.data import DatasetError, load_tasks
+from evaluate.data import DatasetError, TaskRecord, load_tasks
 
 NGRAM = 13
 WORD = re.compile(r"\w+")
@@ -51,7 +51,7 @@ class Release:
     source: str  # as given on the command line
     folder: Path
     manifest: dict
-    tasks: list[dict]
+    tasks: list[TaskRecord]
 
     @property
     def seeds(self) -> set[int]:
@@ -154,10 +154,10 @@ class TaskView:
     instructions: list[str]
 
     @classmethod
-    def of_row(cls, row: dict) -> "TaskView":
-        texts = [row.get(k) for k in row if k == "instruction" or k.startswith("instruction_")]
-        return cls(row["task_id"], row["scenario"], row["reference_program"], row.get("setup_code") or "",
-                   list(row["api_calls"]), [t for t in texts if isinstance(t, str) and t])
+    def of_record(cls, t: TaskRecord) -> "TaskView":
+        texts = [t.instruction, t.instruction_steps, t.instruction_vague]
+        return cls(t.task_id, t.scenario, t.reference_program, t.setup_code, list(t.api_calls),
+                   [text for text in texts if text])
 
     @classmethod
     def of_draft(cls, d) -> "TaskView":
@@ -272,7 +272,7 @@ def prepare(config) -> FreshSplit:
     index = OverlapIndex(config.ngram_share)
     for r in releases:
         for row in r.tasks:
-            index.add(TaskView.of_row(row))
+            index.add(TaskView.of_record(row))
     split = FreshSplit(releases, index, config.seed)
     split.warning = same_day_warning(split, config.created_at)
     return split

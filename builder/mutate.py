@@ -334,7 +334,7 @@ def analyse_mutants(drafts: list, sandbox, config, rejections: Counter) -> list:
 
     probes = {d_i: probe_cases(d.program, config, d.index) for d_i, d in enumerate(drafts)
               if any(k[0] == d_i for k in alive)}
-    runs = [Job((d_i, p_i, run), drafts[d_i].scenario, drafts[d_i].program.reference_code(), probe.to_row())
+    runs = [Job((d_i, p_i, run), drafts[d_i].scenario, drafts[d_i].program.reference_code(), probe)
             for d_i, ps in probes.items() for p_i, probe in enumerate(ps) for run in range(2)]
     by_key = {o.key: o for o in sandbox.run_untrusted(runs, desc="probe inputs")}
     usable = {(d_i, p_i): probe for d_i, ps in probes.items() for p_i, probe in enumerate(ps)
@@ -379,10 +379,10 @@ def _killed(sandbox, drafts: list, plans: list, cases: dict, desc: str) -> set:
     from scenarios import get_scenario
 
     def alone(k) -> Job:
-        return Job(k, drafts[k[0]].scenario, plans[k[0]][k[1]].code, cases[k].to_row())
+        return Job(k, drafts[k[0]].scenario, plans[k[0]][k[1]].code, cases[k])
 
     def verdict(k, outcome) -> None:
-        if judge_case(get_scenario(drafts[k[0]].scenario), cases[k].to_row(), outcome)[0] != "pass":
+        if judge_case(get_scenario(drafts[k[0]].scenario), cases[k], outcome)[0] != "pass":
             killed.add(k)
 
     groups: dict = {}
@@ -390,7 +390,7 @@ def _killed(sandbox, drafts: list, plans: list, cases: dict, desc: str) -> set:
         groups.setdefault((k[0], id(case)) if BATCHES else k, []).append(k)
     jobs = []
     for keys in groups.values():
-        scenario, case = drafts[keys[0][0]].scenario, cases[keys[0]].to_row()
+        scenario, case = drafts[keys[0][0]].scenario, cases[keys[0]]
         codes = [plans[k[0]][k[1]].code for k in keys]
         if len(keys) == 1:
             jobs.append(alone(keys[0]))

@@ -205,9 +205,9 @@ def capture_oracles(drafts: list[Draft], sandbox: Sandbox, rejections: Counter) 
     A redrawn input may send a branching program down any path: which one is read off the program itself, by
     running it with each path's RESULT replaced by the path's label (`Program.path_probe`).
     """
-    jobs = [Job((d_i, c_i, run), d.scenario, d.program.reference_code(), case.to_row())
+    jobs = [Job((d_i, c_i, run), d.scenario, d.program.reference_code(), case)
             for d_i, d in enumerate(drafts) for c_i, case in enumerate(d.cases) for run in range(2)]
-    jobs += [Job((d_i, c_i, "branch"), d.scenario, d.program.path_probe(), case.to_row())
+    jobs += [Job((d_i, c_i, "branch"), d.scenario, d.program.path_probe(), case)
              for d_i, d in enumerate(drafts) if d.program.has_branch
              for c_i, case in enumerate(d.cases) if case.name.startswith("redrawn")]
     by_key = {o.key: o for o in sandbox.run_untrusted(jobs, desc="capture oracles")}
@@ -240,7 +240,7 @@ def take_oracle(case: TestCase, first, second) -> str | None:
     return None
 
 
-def to_record(d: Draft, config: BuildConfig) -> dict:
+def to_record(d: Draft, config: BuildConfig) -> TaskRecord:
     p = d.program
     return TaskRecord(
         task_id=d.task_id,
@@ -265,31 +265,31 @@ def to_record(d: Draft, config: BuildConfig) -> dict:
         translator=config.translator,
         translation={f"{v}_{k}": d.translation[v][k] for v in VARIANTS for k in ("rounds", "verdict")},
         mutation=d.mutation,
-    ).to_row()
+    )
 
 
-def mutation_summary(records: dict[str, list[dict]]) -> dict:
+def mutation_summary(records: dict[str, list[TaskRecord]]) -> dict:
     """Per scenario: mutants, killed, equivalent, the score (killed / mutants) and test cases per task."""
     out = {}
     for scenario, recs in records.items():
-        mutants = sum(r["mutation"]["mutants"] for r in recs)
-        killed = sum(r["mutation"]["killed"] for r in recs)
+        mutants = sum(r.mutation["mutants"] for r in recs)
+        killed = sum(r.mutation["killed"] for r in recs)
         out[scenario] = {"mutants": mutants, "killed": killed, "equivalent": mutants - killed,
                          "score": killed / mutants if mutants else 1.0,
-                         "test_cases": mean(len(r["test_cases"]) for r in recs) if recs else 0.0}
+                         "test_cases": mean(len(r.test_cases) for r in recs) if recs else 0.0}
     return out
 
 
-def scenario_stats(records: list[dict], curve: list[float]) -> dict:
+def scenario_stats(records: list[TaskRecord], curve: list[float]) -> dict:
     if not records:
         return {"tasks": 0, "num_api_calls": 0.0, "path_depth": 0.0, "binding_count": 0.0,
                 "with_branch": 0, "pair_coverage": curve[-1] if curve else 0.0}
     return {
         "tasks": len(records),
-        "num_api_calls": mean(r["num_api_calls"] for r in records),
-        "path_depth": mean(r["path_depth"] for r in records),
-        "binding_count": mean(r["binding_count"] for r in records),
-        "with_branch": sum(r["has_branch"] for r in records),
+        "num_api_calls": mean(r.num_api_calls for r in records),
+        "path_depth": mean(r.path_depth for r in records),
+        "binding_count": mean(r.binding_count for r in records),
+        "with_branch": sum(r.has_branch for r in records),
         "pair_coverage": curve[-1] if curve else 0.0,
     }
 
@@ -304,7 +304,7 @@ def build(config: BuildConfig) -> dict:
 
         fresh = prepare(config)
     rejections: Counter = Counter()
-    records: dict[str, list[dict]] = {}
+    records: dict[str, list[TaskRecord]] = {}
     stats, curves, translated = {}, {}, {}
     limits = Limits(timeout_s=config.timeout_s)
     with Sandbox(config.workers, limits) as sandbox:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from evaluate.arguments import Parser, at_least_one, positive_seconds
-from evaluate.data import DATA_DIR, MANIFEST, SCHEMA, DatasetError, load_tasks
+from evaluate.data import DATA_DIR, MANIFEST, SCHEMA, DatasetError, TaskRecord, load_tasks
 from evaluate.retry import backoff_s
 
 REPO_TYPE = "dataset"
@@ -123,7 +123,7 @@ def check_names(repo: str, version: str) -> None:
         raise PublishError(f"--version {version!r} is not vX.Y.Z (e.g. v1.0.0); versions are git tags")
 
 
-def validate_folder(folder: Path) -> tuple[list[dict], dict]:
+def validate_folder(folder: Path) -> tuple[list[TaskRecord], dict]:
     """Everything but the replay: manifest hashes, schema, stray shards, the card's file list. Returns the tasks."""
     import pyarrow.parquet as pq
 
@@ -152,13 +152,13 @@ def validate_folder(folder: Path) -> tuple[list[dict], dict]:
     return tasks, manifest
 
 
-def replay_references(tasks: list[dict], workers: int | None = None, timeout_s: float = 10.0) -> str:
+def replay_references(tasks: list[TaskRecord], workers: int | None = None, timeout_s: float = 10.0) -> str:
     """Run every reference through the real sandbox and scoring (as `evaluate --model reference` does)."""
     from evaluate.sandbox import Limits, Sandbox
     from evaluate.scoring import score
 
     with Sandbox(workers, Limits(timeout_s=timeout_s)) as sandbox:
-        results = score(tasks, {t["task_id"]: [t["reference_program"]] for t in tasks}, sandbox)
+        results = score(tasks, {t.task_id: [t.reference_program] for t in tasks}, sandbox)
     failed = [r for r in results if r.status != "pass"]
     if failed or len(results) != len(tasks):
         shown = "; ".join(f"{r.task_id}: {r.status} ({r.error[:120]})" for r in failed[:5])

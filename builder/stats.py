@@ -22,6 +22,7 @@ import ast
 from dataclasses import dataclass
 from statistics import mean
 
+from evaluate.data import TaskRecord
 from evaluate.models.tokens import count as count_tokens  # cl100k_base, as the paper's Table I counts
 
 RESULT = "RESULT"
@@ -124,11 +125,11 @@ LABELS = {
 }
 
 
-def task_stats(task: dict, flow: Flow | None = None) -> dict:
-    flow = flow or analyse(task["reference_program"])
+def task_stats(task: TaskRecord, flow: Flow | None = None) -> dict:
+    flow = flow or analyse(task.reference_program)
     return {
-        "instruction_tokens": count_tokens(task["instruction"]),
-        "code_tokens": count_tokens(task["reference_program"]),
+        "instruction_tokens": count_tokens(task.instruction),
+        "code_tokens": count_tokens(task.reference_program),
         "api_calls": len(flow.calls),
         "path_depth": flow.path_depth(),
         "binding_count": flow.binding_count(),
@@ -159,18 +160,18 @@ def _row(stats: list[dict], pairs: int, space: int | None) -> dict:
     return row
 
 
-def table1(tasks: list[dict]) -> dict:
+def table1(tasks: list[TaskRecord]) -> dict:
     """{scenario: row, ..., "all": row}; a row has tasks, mean/min/max per metric, branch share, pair coverage."""
-    by: dict[str, list[dict]] = {}
+    by: dict[str, list[TaskRecord]] = {}
     for t in tasks:
-        by.setdefault(t["scenario"], []).append(t)
+        by.setdefault(t.scenario, []).append(t)
     rows, everything, pooled_pairs, pooled_space = {}, [], 0, 0
     for scenario, ts in by.items():
         stats, pairs = [], set()
         for t in ts:
-            flow = analyse(t["reference_program"])
+            flow = analyse(t.reference_program)
             stats.append(task_stats(t, flow))
-            pairs |= flow.api_pairs(list(t["api_calls"]))
+            pairs |= flow.api_pairs(list(t.api_calls))
         n_apis = _num_apis(scenario)
         rows[scenario] = _row(stats, len(pairs), n_apis * n_apis if n_apis else None)
         everything += stats

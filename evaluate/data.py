@@ -82,6 +82,8 @@ SCHEMA = pa.schema([
 class TestCase:
     """One test input of a task: its setup values and, once captured, the reference's outputs on it."""
 
+    __test__ = False  # a record type, not a pytest class
+
     name: str
     branch: str
     constants: str  # canonical JSON
@@ -128,7 +130,13 @@ class TaskRecord:
 
     @classmethod
     def from_row(cls, row: dict) -> "TaskRecord":
-        values = {f.name: row[f.name] for f in dataclasses.fields(cls)}
+        """A row as `pyarrow` reads it from a shard; a row missing a column names the fix (rebuild)."""
+        missing = [f.name for f in dataclasses.fields(cls) if f.name not in row and f.default is dataclasses.MISSING
+                   and f.default_factory is dataclasses.MISSING]
+        if missing:
+            raise DatasetError(f"task {row.get('task_id', '?')} has no {', '.join(missing)} column(s): the dataset "
+                               "was built by an older builder; rebuild it with python -m builder")
+        values = {f.name: row[f.name] for f in dataclasses.fields(cls) if f.name in row}
         values["test_cases"] = [TestCase(**c) for c in row["test_cases"]]
         return cls(**values)
 
@@ -189,8 +197,9 @@ def verify_folder(folder: Path) -> dict:
 SHARD = re.compile(rf"{DATA_DIR}/(?P<split>.+)-\d{{5}}-of-\d{{5}}(?:-[0-9a-f]+)?\.parquet")
 
 
-def load_tasks(dataset: str, revision: str | None = None, scenarios: list[str] | None = None) -> tuple[list[dict], dict]:
-    """Tasks as plain dicts plus the dataset's manifest.
+def load_tasks(dataset: str, revision: str | None = None,
+               scenarios: list[str] | None = None) -> tuple[list[TaskRecord], dict]:
+    """The tasks (`TaskRecord`s) plus the dataset's manifest.
 
     `dataset` is a local folder or a Hub repo id, downloaded at `revision`. The shards are checked against the
     manifest and then read directly, so what is scored is exactly what was hashed: no cache in between can serve
@@ -225,7 +234,7 @@ def load_tasks(dataset: str, revision: str | None = None, scenarios: list[str] |
         expected = manifest.get("counts", {}).get(split)
         if expected is not None and len(rows) != expected:
             raise DatasetError(f"the {split} split has {len(rows)} rows but {MANIFEST} says {expected}; rebuild it")
-        tasks.extend(rows)
+        tasks.extend(TaskRecord.from_row(row) for row in rows)
     return tasks, manifest
 
 
@@ -235,7 +244,7 @@ def _looks_like_repo_id(name: str) -> bool:
     return len(parts) == 2 and all(parts) and not name.startswith((".", "~")) and "\\" not in name
 
 
-def created_after(tasks: list[dict], since: str) -> list[dict]:
+def created_after(tasks: list[TaskRecord], since: str) -> list[TaskRecord]:
     """Tasks whose `created_at` is after `since` (YYYY-MM-DD): a fresh split's window, for models whose training
     data may include every task published up to that date."""
     import datetime as _dt
@@ -244,9 +253,9 @@ def created_after(tasks: list[dict], since: str) -> list[dict]:
         since = _dt.date.fromisoformat(since).isoformat()
     except (TypeError, ValueError) as exc:
         raise DatasetError(f"--since {since!r} is not a date YYYY-MM-DD") from exc
-    kept = [t for t in tasks if (t.get("created_at") or "") > since]
+    kept = [t for t in tasks if (t.created_at or "") > since]
     if not kept:
-        dates = sorted({t.get("created_at") or "?" for t in tasks})
+        dates = sorted({t.created_at or "?" for t in tasks})
         raise DatasetError(f"no task was created after {since} (the dataset's dates: {', '.join(dates) or 'none'})")
     return kept
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from evaluate.data import TaskRecord
+
 SYSTEM = (
     "You are an expert Python programmer. You write code that calls APIs in sequence and keeps track of the "
     "state those calls create. Answer with one Python code block and nothing else."
@@ -36,17 +38,14 @@ and assign the final answer to `RESULT`. Reply with a single ```python code bloc
 VARIANTS = {"natural": "instruction", "steps": "instruction_steps", "vague": "instruction_vague"}
 
 
-def build_messages(task: dict, variant: str = "natural") -> list[dict]:
+def build_messages(task: TaskRecord, variant: str = "natural") -> list[dict]:
     if variant not in VARIANTS:
         raise ValueError(f"unknown instruction variant {variant!r}; choose one of {', '.join(VARIANTS)}")
-    if VARIANTS[variant] not in task:
-        raise ValueError(f"this dataset has no {VARIANTS[variant]!r} column (built before the {variant} variant "
-                         "existed); rebuild it with python -m builder, or pick another --variant")
-    instruction = task[VARIANTS[variant]]
+    instruction = getattr(task, VARIANTS[variant])
     return [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": USER.format(
-            api_doc=task["api_doc"].strip(), setup_code=task["setup_code"], instruction=instruction.strip(),
+            api_doc=task.api_doc.strip(), setup_code=task.setup_code, instruction=instruction.strip(),
         )},
     ]
 

@@ -11,7 +11,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from evaluate.data import DatasetError, created_after, load_tasks, results_name, sample_lines
+from evaluate.data import DatasetError, TaskRecord, created_after, load_tasks, results_name, sample_lines
 from evaluate.models import Request, Sampling, Usage, get_backend, resolve
 from evaluate.models.cache import GenerationCache, prompt_key
 from evaluate.models.tokens import estimate, prompt_tokens
@@ -66,20 +66,20 @@ def read_samples(path: str, task_ids: set[str]) -> dict[str, list[str | None]]:
     return dict(codes)
 
 
-def generate(config: EvalConfig, tasks: list[dict]) -> tuple[dict[str, list[str | None]],
+def generate(config: EvalConfig, tasks: list[TaskRecord]) -> tuple[dict[str, list[str | None]],
                                                               dict[tuple[str, int], Usage | None]]:
     """Replies for every task and sample, and the tokens each cost: from the cache where possible (a cached
     reply keeps its usage), else from the backend."""
     options = dict(config.backend_options)
     if resolve(config.model, config.backend)[1] == "reference":  # it replays the references of these tasks
-        options["references"] = {t["task_id"]: t["reference_program"] for t in tasks}
+        options["references"] = {t.task_id: t.reference_program for t in tasks}
     backend = get_backend(config.model, config.backend, **options)
     cache = GenerationCache(run_dir(config) / "generations.jsonl")
     requests, keys = [], {}
     for t in tasks:
         messages = build_messages(t, config.variant)
         for s in range(config.n_samples):
-            r = Request(t["task_id"], s, messages)
+            r = Request(t.task_id, s, messages)
             keys[(r.task_id, s)] = prompt_key(messages, config.sampling, config.model, s)
             requests.append(r)
     todo = [r for r in requests if keys[(r.task_id, r.sample)] not in cache.replies]
@@ -106,14 +106,14 @@ def generate(config: EvalConfig, tasks: list[dict]) -> tuple[dict[str, list[str 
     return dict(replies), usage
 
 
-def samples_usage(config: EvalConfig, tasks: list[dict], codes: dict[str, list[str | None]]) -> dict:
+def samples_usage(config: EvalConfig, tasks: list[TaskRecord], codes: dict[str, list[str | None]]) -> dict:
     """cl100k_base estimates for pre-written code: the prompt this variant would show, and the code."""
     usage = {}
     for t in tasks:
         messages = build_messages(t, config.variant)
         prompt = prompt_tokens(messages)
-        for s, code in enumerate(codes.get(t["task_id"], [])):
-            usage[(t["task_id"], s)] = estimate(messages, code, prompt)
+        for s, code in enumerate(codes.get(t.task_id, [])):
+            usage[(t.task_id, s)] = estimate(messages, code, prompt)
     return usage
 
 
@@ -135,7 +135,7 @@ def run(config: EvalConfig) -> dict:
         tasks = tasks[: config.limit]
     replies = None
     if config.samples:
-        codes = read_samples(config.samples, {t["task_id"] for t in tasks})
+        codes = read_samples(config.samples, {t.task_id for t in tasks})
         backend = "samples"
         usage = samples_usage(config, tasks, codes)
     else:
@@ -166,7 +166,7 @@ def run(config: EvalConfig) -> dict:
             "difficulty": _difficulty(manifest.get("config") or {}),
             "since": config.since,
             "tasks": len(tasks),
-            "scenarios": sorted({t["scenario"] for t in tasks}),
+            "scenarios": sorted({t.scenario for t in tasks}),
         },
         "variant": config.variant,
         "sampling": {"n_samples": n, **asdict(config.sampling)},

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from evaluate import tempdirs
+from evaluate.data import TestCase
 from evaluate.containment import PR_SET_DUMPABLE, job_uid, kill_uid, prctl
 from evaluate.progress import progress
 from evaluate.statuses import CRASH, REPLY_STATUSES
@@ -64,7 +65,7 @@ class Job:
     key: Any
     scenario: str
     code: str
-    case: dict  # {"setup_code": str, "assets": [{"name","kind","meta" (JSON str),"data" (bytes)}]}
+    case: TestCase | dict  # a task's TestCase, or just a setup: {"setup_code": str, "assets": [...]}
     batch: list[str] | None = None
 
 
@@ -201,7 +202,9 @@ def _outcome(key: Any, reply: dict, extra: dict, batch: list[Outcome] | None = N
                    str(reply.get("output", "")), float(reply.get("seconds", 0.0)), extra, batch)
 
 
-def _encode_case(case: dict) -> dict:
+def _encode_case(case: TestCase | dict) -> dict:
+    if isinstance(case, TestCase):
+        case = case.to_row()
     assets = [
         {"name": a["name"], "kind": a["kind"], "meta": a["meta"], "data": base64.b64encode(a["data"]).decode()}
         for a in case.get("assets", [])

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from math import comb
 
 from evaluate.containment import weakest
+from evaluate.data import TaskRecord, TestCase
 from evaluate.sandbox import Job, Sandbox
 from evaluate.statuses import (
     CRASH,
@@ -63,7 +64,7 @@ def run_containment(results: list[SampleResult]) -> str | None:
     return modes.most_common(1)[0][0] if modes else None
 
 
-def judge_case(scenario, case: dict, outcome) -> tuple[str, str]:
+def judge_case(scenario, case: TestCase, outcome) -> tuple[str, str]:
     """Status and message for one test case, comparing canonical data only."""
     if outcome.status == SETUP_ERROR:
         # The setup block is the dataset's; it failing means the task or the world is broken, not the answer.
@@ -74,39 +75,39 @@ def judge_case(scenario, case: dict, outcome) -> tuple[str, str]:
         return EXECUTION_ERROR, f"unexpected sandbox status {outcome.status!r}: {outcome.error}"
     if outcome.status != OK:
         return outcome.status, outcome.error
-    reason = scenario.compare_result(json.loads(case["expected_result"]), outcome.result)
-    if reason is None and case.get("expected_state") is not None:
-        reason = scenario.compare_state(json.loads(case["expected_state"]), outcome.state)
+    reason = scenario.compare_result(json.loads(case.expected_result), outcome.result)
+    if reason is None and case.expected_state is not None:
+        reason = scenario.compare_state(json.loads(case.expected_state), outcome.state)
     return (PASS, "") if reason is None else (RESULT_ERROR, reason)
 
 
-def score(tasks: list[dict], codes: dict[str, list[str | None]], sandbox: Sandbox) -> list[SampleResult]:
+def score(tasks: list[TaskRecord], codes: dict[str, list[str | None]], sandbox: Sandbox) -> list[SampleResult]:
     """`codes[task_id]` holds one extracted program per sample (None: no code)."""
     jobs = []
     for t in tasks:
-        for s, code in enumerate(codes.get(t["task_id"], [])):
+        for s, code in enumerate(codes.get(t.task_id, [])):
             if code is None:
                 continue
-            for c, case in enumerate(t["test_cases"]):
-                jobs.append(Job((t["task_id"], s, c), t["scenario"], code, case))
+            for c, case in enumerate(t.test_cases):
+                jobs.append(Job((t.task_id, s, c), t.scenario, code, case))
     outcomes = {o.key: o for o in sandbox.run_untrusted(jobs, desc="score")}
 
     results = []
     for t in tasks:
-        scenario = get_scenario(t["scenario"])
-        for s, code in enumerate(codes.get(t["task_id"], [])):
+        scenario = get_scenario(t.scenario)
+        for s, code in enumerate(codes.get(t.task_id, [])):
             if code is None:
-                results.append(SampleResult(t["task_id"], t["scenario"], s, NO_CODE, "no code in the reply"))
+                results.append(SampleResult(t.task_id, t.scenario, s, NO_CODE, "no code in the reply"))
                 continue
             cases, status, error, modes = [], PASS, "", []
-            for c, case in enumerate(t["test_cases"]):
-                o = outcomes[(t["task_id"], s, c)]
+            for c, case in enumerate(t.test_cases):
+                o = outcomes[(t.task_id, s, c)]
                 modes.append(o.extra.get("containment"))
                 cs, msg = judge_case(scenario, case, o)
-                cases.append({"name": case["name"], "status": cs, "error": msg, "seconds": o.seconds})
+                cases.append({"name": case.name, "status": cs, "error": msg, "seconds": o.seconds})
                 if cs != PASS and status == PASS:
-                    status, error = cs, f"{case['name']} test case: {msg}"
-            results.append(SampleResult(t["task_id"], t["scenario"], s, status, error, cases, weakest(modes)))
+                    status, error = cs, f"{case.name} test case: {msg}"
+            results.append(SampleResult(t.task_id, t.scenario, s, status, error, cases, weakest(modes)))
     return results
 
 

@@ -55,7 +55,7 @@ def reference_tasks(dataset: str | None, workers: int, scratch: str) -> tuple[li
 
 
 def all_cases(tasks: list[dict]) -> list[tuple[dict, dict]]:
-    return [(t, case) for t in tasks for case in t["test_cases"]]
+    return [(t, case) for t in tasks for case in t.test_cases]
 
 
 def spread(items: list, k: int) -> list:
@@ -92,26 +92,26 @@ def main() -> None:
 
 def bench(a: argparse.Namespace, limits: Limits, tasks: list[dict], source: str) -> None:
     cases = all_cases(tasks)
-    per_scenario = collections.Counter(t["scenario"] for t in tasks)
+    per_scenario = collections.Counter(t.scenario for t in tasks)
     print(f"dataset: {source}")
     print(f"tasks: {len(tasks)} ({', '.join(f'{s} {n}' for s, n in sorted(per_scenario.items()))}); "
           f"test cases: {len(cases)}; workers: {a.workers}; {os.cpu_count()} cores")
 
     start = time.perf_counter()
     with Sandbox(a.workers, limits) as sandbox:
-        results = score(tasks, {t["task_id"]: [t["reference_program"]] for t in tasks}, sandbox)
+        results = score(tasks, {t.task_id: [t.reference_program] for t in tasks}, sandbox)
     warm = time.perf_counter() - start
     passed = sum(r.status == "pass" for r in results)
     print(f"warm sandbox: {warm:.2f} s for {len(cases)} test cases ({warm / len(cases) * 1000:.1f} ms per case, "
           f"worker start-up included); {passed}/{len(results)} references pass")
 
     subset = spread(cases, a.baseline_cases)
-    jobs = [Job(i, t["scenario"], t["reference_program"], case) for i, (t, case) in enumerate(subset)]
+    jobs = [Job(i, t.scenario, t.reference_program, case) for i, (t, case) in enumerate(subset)]
     start = time.perf_counter()
     with ThreadPoolExecutor(a.workers) as pool:
         outcomes = list(pool.map(lambda job: run_cold(job, limits), jobs))
     measured = time.perf_counter() - start
-    cold_pass = sum(judge_case(get_scenario(t["scenario"]), case, o)[0] == "pass"
+    cold_pass = sum(judge_case(get_scenario(t.scenario), case, o)[0] == "pass"
                     for (t, case), o in zip(subset, outcomes))
     per_case = measured / len(subset)
     cold = per_case * len(cases)

@@ -119,10 +119,10 @@ class Mutator:
     """Every mutant of one reference program, as (operator, code); each edit is applied to a fresh copy."""
 
     def __init__(self, task: dict):
-        self.scenario = task["scenario"]
-        self.tree = ast.parse(task["reference_program"])
+        self.scenario = task.scenario
+        self.tree = ast.parse(task.reference_program)
         self.order = {id(n): i for i, n in enumerate(ast.walk(self.tree))}
-        self.setup_names = assigned(ast.parse(task["setup_code"]))  # x1, data1, COND, ...
+        self.setup_names = assigned(ast.parse(task.setup_code))  # x1, data1, COND, ...
 
     def make(self, op: str, node: ast.AST, edit) -> tuple[str, str]:
         tree = copy.deepcopy(self.tree)
@@ -215,13 +215,13 @@ def changed_line(before: str, after: str) -> tuple[str, str]:
 def select(task: dict, per_task: int, seed: int) -> list[tuple[str, str]]:
     """Distinct mutants, none identical to the reference; at most `per_task`, round-robin over the operators in a
     shuffled order seeded by the task id, so every operator that applies is represented."""
-    reference = ast.unparse(ast.parse(task["reference_program"]))
+    reference = ast.unparse(ast.parse(task.reference_program))
     seen, by_op = {reference}, defaultdict(list)
     for op, code in Mutator(task).mutants():
         if code not in seen:
             seen.add(code)
             by_op[op].append(code)
-    rng = random.Random(f"{seed}:{task['task_id']}")
+    rng = random.Random(f"{seed}:{task.task_id}")
     queues = [(op, by_op[op]) for op in OPERATORS if by_op[op]]
     rng.shuffle(queues)
     for _, q in queues:
@@ -260,13 +260,13 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     samples, rows = [], []  # rows[k] describes samples[k]; sample indices count per task, as evaluate does
     for t in tasks:
-        reference = ast.unparse(ast.parse(t["reference_program"]))
-        samples.append({"task_id": t["task_id"], "code": t["reference_program"]})
-        rows.append({"task_id": t["task_id"], "scenario": t["scenario"], "sample": 0, "operator": "reference"})
+        reference = ast.unparse(ast.parse(t.reference_program))
+        samples.append({"task_id": t.task_id, "code": t.reference_program})
+        rows.append({"task_id": t.task_id, "scenario": t.scenario, "sample": 0, "operator": "reference"})
         for k, (op, code) in enumerate(select(t, a.per_task, a.seed), 1):
             before, after = changed_line(reference, code)
-            samples.append({"task_id": t["task_id"], "code": code})
-            rows.append({"task_id": t["task_id"], "scenario": t["scenario"], "sample": k, "operator": op,
+            samples.append({"task_id": t.task_id, "code": code})
+            rows.append({"task_id": t.task_id, "scenario": t.scenario, "sample": k, "operator": op,
                          "before": before, "after": after})
     (out / "mutants.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
     (out / "mutants.map.jsonl").write_text("".join(json.dumps({"line": n, **r}) + "\n" for n, r in enumerate(rows, 1)))

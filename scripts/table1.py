@@ -39,11 +39,11 @@ def main() -> int:
     tasks, manifest = load_tasks(a.folder)
     disagree = []
     for t in tasks:
-        flow = analyse(t["reference_program"])
+        flow = analyse(t.reference_program)
         mine = (len(flow.calls), flow.path_depth(), flow.binding_count())
-        stored = (t["num_api_calls"], t["path_depth"], t["binding_count"])
+        stored = (t.num_api_calls, t.path_depth, t.binding_count)
         if mine != stored:
-            disagree.append(f"{t['task_id']}: data flow {mine} vs stored {stored} (calls, depth, bindings)")
+            disagree.append(f"{t.task_id}: data flow {mine} vs stored {stored} (calls, depth, bindings)")
     rows = table1(tasks)
     scenarios = manifest.get("config", {}).get("scenarios") or list(manifest["counts"])
     order = [s for s in scenarios if s in rows] + ["all"]

@@ -24,7 +24,7 @@ import shutil
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from evaluate.data import DatasetError, file_sha256, load_tasks, results_name, sample_lines
+from evaluate.data import DatasetError, TaskRecord, file_sha256, load_tasks, results_name, sample_lines
 from evaluate.models import Sampling
 from evaluate.models.cache import GenerationCache, prompt_key
 from evaluate.names import slug
@@ -135,7 +135,7 @@ def run_sampling(results: dict) -> Sampling:
     return Sampling(**{f.name: recorded[f.name] for f in fields(Sampling) if f.name in recorded})
 
 
-def expected_keys(results: dict, tasks: list[dict]) -> dict[tuple[str, int], str]:
+def expected_keys(results: dict, tasks: list[TaskRecord]) -> dict[tuple[str, int], str]:
     """The generation-cache key of every (task, sample) the run asked for, recomputed as `evaluate.run` does."""
     sampling = run_sampling(results)
     n = int(results["sampling"].get("n_samples", 1))
@@ -144,13 +144,13 @@ def expected_keys(results: dict, tasks: list[dict]) -> dict[tuple[str, int], str
     for t in tasks:
         messages = build_messages(t, variant)
         for s in range(n):
-            keys[(t["task_id"], s)] = prompt_key(messages, sampling, results["model"], s)
+            keys[(t.task_id, s)] = prompt_key(messages, sampling, results["model"], s)
     return keys
 
 
-def coverage_problems(results: dict, tasks: list[dict]) -> tuple[list[str], dict[str, list[str]]]:
+def coverage_problems(results: dict, tasks: list[TaskRecord]) -> tuple[list[str], dict[str, list[str]]]:
     """(general problems, per-task problems) of a results.json against every task of the dataset."""
-    wanted = {t["task_id"]: t["scenario"] for t in tasks}
+    wanted = {t.task_id: t.scenario for t in tasks}
     n = int(results["sampling"].get("n_samples", 1))
     seen: dict[str, list[int]] = {}
     problems, per_task = [], {}
@@ -169,7 +169,7 @@ def coverage_problems(results: dict, tasks: list[dict]) -> tuple[list[str], dict
     return problems, per_task
 
 
-def _run_generations(run_dir: Path, results: dict, tasks: list[dict]) -> list[dict]:
+def _run_generations(run_dir: Path, results: dict, tasks: list[TaskRecord]) -> list[dict]:
     """The cache lines this run scored: the prompt key of each (task, sample) is recomputed, as the run did."""
     path = run_dir / GENERATIONS
     if not path.is_file():

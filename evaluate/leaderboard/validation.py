@@ -182,7 +182,7 @@ def _validate(sub: Submission, dataset: str, sandbox, timeout_s, workers, report
     keys = expected_keys(results, tasks) if kind == "replies" else {}
     codes: dict[str, list[str | None]] = {}
     for t in tasks:
-        tid = t["task_id"]
+        tid = t.task_id
         for s in range(int(results["sampling"].get("n_samples", 1))):
             row = given[(tid, s)]
             if kind == "replies":

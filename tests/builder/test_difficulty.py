@@ -134,14 +134,14 @@ def test_nested_build_keeps_tasks_whose_reference_passes_every_path(tmp_path):
     assert "tier `calls-6-branches-3`" in (out / "README.md").read_text()
     nested_tasks = 0
     for t in tasks:
-        reference = t["reference_program"]
-        labels = {c["branch"] for c in t["test_cases"]}
+        reference = t.reference_program
+        labels = {c.branch for c in t.test_cases}
         ifs = [n for n in ast.walk(ast.parse(reference)) if isinstance(n, ast.If)]
-        assert len(labels) >= len(ifs) + 1, (t["task_id"], labels)
+        assert len(labels) >= len(ifs) + 1, (t.task_id, labels)
         nested_tasks += len(ifs) > 1
     assert nested_tasks >= 2
     with Sandbox(2) as sandbox:
-        results = score(tasks, {t["task_id"]: [t["reference_program"]] for t in tasks}, sandbox)
+        results = score(tasks, {t.task_id: [t.reference_program] for t in tasks}, sandbox)
     assert [r.status for r in results] == ["pass"] * len(tasks), [r.error for r in results if r.status != "pass"]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from types import SimpleNamespace
 
 import pytest
 
@@ -95,14 +96,14 @@ def test_instruction_share_counts_distinctive_13grams_only():
     assert index.reasons(view("c = h(x)\n", "", ["h"], fresh_text)) == []
 
 
-def overlap_report(new_tasks: list[dict], previous: list[dict], ngram_share: float = 0.5) -> Counter:
+def overlap_report(new_tasks: list, previous: list, ngram_share: float = 0.5) -> Counter:
     """Count finished rows that overlap `previous`, by reason (a row may count under several)."""
     index = OverlapIndex(ngram_share)
     for row in previous:
-        index.add(TaskView.of_row(row))
+        index.add(TaskView.of_record(row))
     counts: Counter = Counter()
     for row in new_tasks:
-        counts.update(index.reasons(TaskView.of_row(row)))
+        counts.update(index.reasons(TaskView.of_record(row)))
     return counts
 
 
@@ -142,7 +143,7 @@ def test_fresh_build_keeps_no_overlapping_task(small_dataset, small_tasks, fresh
         n for r, n in report["rejections"].items() if "oracle" in r or "reference" in r)
     dropped = sum(n for r, n in report["rejections"].items() if "overlaps a previous release" in r)
     assert dropped == fresh["dropped"] == sum(fresh["dropped_by_reason"].values())
-    assert {t["created_at"] for t in new} == {"2026-02-01"} and fresh["warning"] is None
+    assert {t.created_at for t in new} == {"2026-02-01"} and fresh["warning"] is None
     card = (out / "README.md").read_text()
     assert "fresh split" in card and f"{fresh['dropped']} of the {fresh['checked']}" in card
 
@@ -160,7 +161,7 @@ def test_a_rebuild_of_the_previous_release_is_dropped_whole(small_dataset, small
     rejections = Counter()
     kept = split.drop_overlaps(translate(config, drafts, rejections), rejections)
     kept_ids = {d.task_id for d in kept}
-    assert not kept_ids & {t["task_id"] for t in small_tasks}
+    assert not kept_ids & {t.task_id for t in small_tasks}
     assert split.dropped["program"] >= len(small_tasks)
 
 
@@ -218,9 +219,9 @@ def test_against_a_hub_release_downloads_that_tag(small_dataset, tmp_path, monke
 
 
 def test_created_after_keeps_tasks_strictly_after_the_date():
-    tasks = [{"task_id": "a", "created_at": "2026-01-01"}, {"task_id": "b", "created_at": "2026-02-01"}]
-    assert [t["task_id"] for t in created_after(tasks, "2026-01-01")] == ["b"]
-    assert [t["task_id"] for t in created_after(tasks, "2025-12-31")] == ["a", "b"]
+    tasks = [SimpleNamespace(task_id="a", created_at="2026-01-01"), SimpleNamespace(task_id="b", created_at="2026-02-01")]
+    assert [t.task_id for t in created_after(tasks, "2026-01-01")] == ["b"]
+    assert [t.task_id for t in created_after(tasks, "2025-12-31")] == ["a", "b"]
     with pytest.raises(DatasetError, match="no task was created after 2026-02-01"):
         created_after(tasks, "2026-02-01")
     with pytest.raises(DatasetError, match="not a date"):

@@ -118,14 +118,14 @@ def test_a_batch_gives_each_program_the_world_it_would_meet_alone(sandbox, name)
 
     config, drafts = captured(name, 3, 4, sandbox)
     for d in drafts:
-        case = d.cases[0].to_row()
+        case = d.cases[0]
         reference = d.program.reference_code()
         programs = [reference, *(m.code for m in mutants(d.program, 6, random.Random(0)) if not m.undefined), reference]
         (batch,) = sandbox.run_untrusted([Job("b", d.scenario, "", case, batch=programs)])
         alone = sandbox.run_untrusted([Job(i, d.scenario, code, case) for i, code in enumerate(programs)])
         assert batch.status == "ok" and len(batch.batch) == len(programs)
         assert [(o.status, o.result, o.state) for o in batch.batch] == [(o.status, o.result, o.state) for o in alone]
-        assert batch.batch[0].state == batch.batch[-1].state == json.loads(case["expected_state"])
+        assert batch.batch[0].state == batch.batch[-1].state == json.loads(case.expected_state)
 
 
 def test_a_dead_write_is_found_and_its_task_dropped(sandbox, monkeypatch):

@@ -134,7 +134,7 @@ def test_load_dataset_returns_the_rows_of_this_build(small_dataset, other_seed_b
         loaded = datasets.load_dataset("stateeval")["tensor"]
         assert sorted(loaded["instruction"]) == stored, f"{folder} was read back with other rows"
         tasks, _ = load_tasks(str(folder))
-        assert sorted(t["instruction"] for t in tasks) == stored
+        assert sorted(t.instruction for t in tasks) == stored
 
 
 # ------------------------------------------------------------------------------------------- content

@@ -82,7 +82,7 @@ def test_stored_fields_agree_with_the_data_flow_of_the_stored_references(small_t
     for t in small_tasks:
         s = task_stats(t)
         assert (s["api_calls"], s["path_depth"], s["binding_count"], s["has_branch"]) == (
-            t["num_api_calls"], t["path_depth"], t["binding_count"], t["has_branch"]), t["task_id"]
+            t.num_api_calls, t.path_depth, t.binding_count, t.has_branch), t.task_id
 
 
 def test_tokens_are_cl100k():

@@ -166,11 +166,11 @@ def test_no_stored_value_leaks_into_fuzzed_instructions(programs, translator):
 
 def test_no_stored_value_leaks_into_dataset_rows(small_tasks):
     for task in small_tasks:
-        for case in task["test_cases"]:
-            values = stored_values(case)
-            for field in ("instruction", "instruction_steps", "instruction_vague"):
-                assert_no_value_leaks(task[field], values)
-            assert_no_value_leaks(case["setup_code"], values)
+        for case in task.test_cases:
+            values = stored_values(case.to_row())
+            for text in (task.instruction, task.instruction_steps, task.instruction_vague):
+                assert_no_value_leaks(text, values)
+            assert_no_value_leaks(case.setup_code, values)
 
 
 def test_unknown_translator_is_refused_before_any_work():

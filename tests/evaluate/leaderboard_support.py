@@ -68,8 +68,8 @@ def wrong_samples(dataset: Path, path: Path, wrong_every: int) -> Path:
     tasks, _ = load_tasks(str(dataset))
     rows = []
     for i, t in enumerate(tasks):
-        code = WRONG[(i // wrong_every) % len(WRONG)] if i % wrong_every == 0 else t["reference_program"]
-        rows.append({"task_id": t["task_id"], "code": code})
+        code = WRONG[(i // wrong_every) % len(WRONG)] if i % wrong_every == 0 else t.reference_program
+        rows.append({"task_id": t.task_id, "code": code})
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 

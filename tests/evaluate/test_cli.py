@@ -331,7 +331,7 @@ def test_results_record_the_containment_that_applied(reference_run, small_tasks)
 
     task = small_tasks[0]
     with Sandbox(workers=1) as sandbox:
-        (outcome,) = sandbox.run_untrusted([Job("k", "tensor", task["reference_program"], task["test_cases"][0])])
+        (outcome,) = sandbox.run_untrusted([Job("k", "tensor", task.reference_program, task.test_cases[0])])
     here = outcome.extra["containment"]
     assert here in ("jail", "uid", "none")
     proc, _, _ = reference_run

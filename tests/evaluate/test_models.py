@@ -3,6 +3,7 @@ vLLM up to its import boundary, and the offline SmolLM2 path end to end (slow)."
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -49,9 +50,9 @@ def test_the_reference_backend_replays_the_references_it_was_built_with_and_requ
     import dataclasses
 
     assert [f.name for f in dataclasses.fields(Request)] == ["task_id", "sample", "messages", "usage"]
-    references = {t["task_id"]: t["reference_program"] for t in small_tasks[:2]}
+    references = {t.task_id: t.reference_program for t in small_tasks[:2]}
     backend = get_backend("reference", references=references)
-    requests = [Request(t["task_id"], 0, build_messages(t)) for t in small_tasks[:2]]
+    requests = [Request(t.task_id, 0, build_messages(t)) for t in small_tasks[:2]]
     assert _collect(backend, requests) == {k: f"```python\n{v}```" for k, v in references.items()}
     with pytest.raises(BackendError, match="no reference program for 't-0'"):
         _collect(backend, _requests(1))
@@ -82,13 +83,13 @@ def test_openai_backend_sends_the_shared_prompt_and_returns_every_reply(small_ta
     task = small_tasks[0]
     with ScriptedServer(lambda body: f"reply to {body['messages'][-1]['content'][-20:]}") as server:
         backend = OpenAIBackend("scripted-model", base_url=server.base_url)
-        request = Request(task["task_id"], 0, build_messages(task))
+        request = Request(task.task_id, 0, build_messages(task))
         got = _collect(backend, [request], Sampling(temperature=0.5, max_new_tokens=77, seed=3))
     body = server.requests[0]
     assert body["messages"] == build_messages(task)
     assert body["model"] == "scripted-model"
     assert body["temperature"] == 0.5 and body["max_tokens"] == 77 and body["seed"] == 3
-    assert got[task["task_id"]].startswith("reply to")
+    assert got[task.task_id].startswith("reply to")
 
 
 def test_openai_backend_bounds_concurrency_and_answers_all():
@@ -167,7 +168,7 @@ def _evaluate(args, **kw):
 
 def test_a_killed_run_resumes_and_loses_at_most_its_in_flight_requests(small_dataset, small_tasks, tmp_path):
     n_tasks = len(small_tasks)
-    reference = {t["instruction"]: t["reference_program"] for t in small_tasks}
+    reference = {t.instruction: t.reference_program for t in small_tasks}
 
     def reply(body):  # answers with the reference, so the resumed run must score 100%
         user = body["messages"][-1]["content"]
@@ -213,7 +214,7 @@ def test_a_changed_prompt_is_not_served_from_the_cache(small_dataset, tmp_path):
         generate(config, tasks)
         generate(config, tasks)
         assert server.count() == 2  # the second run was served from the cache
-        tasks[0] = dict(tasks[0], instruction=tasks[0]["instruction"] + " Please.")
+        tasks[0] = dataclasses.replace(tasks[0], instruction=tasks[0].instruction + " Please.")
         generate(config, tasks)
         assert server.count() == 3
 
@@ -227,7 +228,7 @@ def test_token_counts_and_cost_reach_results_json_and_survive_a_resume(small_dat
     from tests.evaluate.scripted_server import word_usage
 
     tasks = small_tasks[:3]
-    reference = {t["instruction"]: t["reference_program"] for t in tasks}
+    reference = {t.instruction: t.reference_program for t in tasks}
 
     def reply(body):
         user = body["messages"][-1]["content"]
@@ -335,7 +336,7 @@ def test_vllm_gets_every_prompt_in_one_batched_chat_call(monkeypatch, small_task
     monkeypatch.setitem(sys.modules, "vllm", fake)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     backend = get_backend("qwen", tensor_parallel_size=2, max_model_len=8192, gpu_memory_utilization=0.8)
-    requests = [Request(t["task_id"], 0, build_messages(t)) for t in small_tasks[:3]]
+    requests = [Request(t.task_id, 0, build_messages(t)) for t in small_tasks[:3]]
     got = _collect(backend, requests, Sampling(temperature=0.2, max_new_tokens=99, seed=5))
     assert calls["engine"] == {"model": "Qwen/Qwen2.5-Coder-32B-Instruct", "tensor_parallel_size": 2,
                                "gpu_memory_utilization": 0.8, "max_model_len": 8192}
@@ -343,7 +344,7 @@ def test_vllm_gets_every_prompt_in_one_batched_chat_call(monkeypatch, small_task
     messages, params = calls["chat"][0]
     assert messages == [build_messages(t) for t in small_tasks[:3]]  # the same prompt as every other backend
     assert params[0] == {"temperature": 0.2, "top_p": 1.0, "max_tokens": 99, "seed": 5}
-    assert set(got) == {t["task_id"] for t in small_tasks[:3]}
+    assert set(got) == {t.task_id for t in small_tasks[:3]}
     assert {r.usage for r in requests} == {Usage(300, 12, "tokenizer")}  # the engine's own token counts
 
 

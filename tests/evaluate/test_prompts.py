@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from evaluate.prompts import build_messages, extract_code
 
 # Fields of a task record that define the truth: a prompt must be the same with or without them.
-ORACLE_FIELDS = ("reference_program", "test_cases", "api_calls")
+ORACLE_FIELDS = {"reference_program": "", "test_cases": [], "api_calls": [], "facts": [], "mutation": {}}
 
 
 def _user(messages: list[dict]) -> str:
@@ -24,7 +25,7 @@ def _text(messages: list[dict]) -> str:
 
 @pytest.fixture(scope="module")
 def task(small_tasks):
-    branching = [t for t in small_tasks if t["has_branch"]]
+    branching = [t for t in small_tasks if t.has_branch]
     assert branching, "the small dataset should contain a branching task"
     return branching[0]
 
@@ -37,11 +38,11 @@ def test_messages_are_a_system_and_a_user_turn(task):
 
 def test_prompt_shows_api_doc_setup_and_instruction(task):
     user = _user(build_messages(task))
-    assert task["api_doc"].strip() in user
-    assert task["setup_code"] in user
-    assert task["instruction"].strip() in user
+    assert task.api_doc.strip() in user
+    assert task.setup_code in user
+    assert task.instruction.strip() in user
     # the setup block is shown as code, and the model is told where the answer goes
-    assert f"```python\n{task['setup_code']}```" in user
+    assert f"```python\n{task.setup_code}```" in user
     assert "RESULT" in user
 
 
@@ -49,10 +50,10 @@ def test_prompt_shows_api_doc_setup_and_instruction(task):
 def test_prompt_never_contains_the_reference_program(small_tasks, index):
     task = small_tasks[index]
     text = _text(build_messages(task))
-    assert task["reference_program"].strip() not in text
+    assert task.reference_program.strip() not in text
     # No single statement of the reference leaks either (RESULT's final assignment is named by the instruction
     # itself, and `else:` is not code worth hiding).
-    for line in task["reference_program"].splitlines():
+    for line in task.reference_program.splitlines():
         line = line.strip()
         if not line or line.startswith("RESULT") or line == "else:":
             continue
@@ -63,15 +64,15 @@ def test_prompt_never_contains_expected_results(small_tasks):
     for task in small_tasks:
         text = _text(build_messages(task))
         assert "__tensor__" not in text
-        for case in task["test_cases"]:
-            assert case["expected_result"] not in text
-            for item in json.loads(case["expected_result"]):
+        for case in task.test_cases:
+            assert case.expected_result not in text
+            for item in json.loads(case.expected_result):
                 assert item["__tensor__"]["data"] not in text
 
 
 def test_prompt_does_not_depend_on_oracle_fields(small_tasks):
     for task in small_tasks:
-        public = {k: v for k, v in task.items() if k not in ORACLE_FIELDS}
+        public = dataclasses.replace(task, **ORACLE_FIELDS)
         assert build_messages(public) == build_messages(task)
 
 

@@ -26,7 +26,7 @@ def two_runs(small_dataset, small_tasks, tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
     codes = {1: "RESULT = None\n", 2: "raise RuntimeError('boom')\n"}
     samples = out / "wrong.jsonl"
-    samples.write_text("".join(json.dumps({"task_id": t["task_id"], "code": codes.get(i, t["reference_program"])})
+    samples.write_text("".join(json.dumps({"task_id": t.task_id, "code": codes.get(i, t.reference_program)})
                                + "\n" for i, t in enumerate(small_tasks[:LIMIT])))
     common = dict(dataset=str(small_dataset), out=str(out), limit=LIMIT, workers=2)
     reference = run(EvalConfig(model="reference", price=Price(2.0, 8.0), **common))

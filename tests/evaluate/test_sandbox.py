@@ -31,7 +31,7 @@ def task(small_tasks):
 
 @pytest.fixture(scope="module")
 def case(task):
-    return task["test_cases"][0]
+    return task.test_cases[0]
 
 
 @pytest.fixture(scope="module")
@@ -58,14 +58,14 @@ def on_every_worker(sandbox: Sandbox, codes: list[str], case: dict) -> list[list
 def verdict(case: dict, outcome: Outcome) -> str | None:
     """None when the outcome matches the case's oracle, else the reason."""
     assert outcome.status == "ok", (outcome.status, outcome.error)
-    return TENSOR.compare_result(json.loads(case["expected_result"]), outcome.result)
+    return TENSOR.compare_result(json.loads(case.expected_result), outcome.result)
 
 
 # ------------------------------------------------------------------------------------------------ verdicts
 
 
 def test_reference_program_is_ok_with_canonical_tensors(sandbox, task, case):
-    outcome = run_one(sandbox, task["reference_program"], case)
+    outcome = run_one(sandbox, task.reference_program, case)
     assert outcome.status == "ok", outcome.error
     assert outcome.key == "job"
     assert isinstance(outcome.result, list) and outcome.result
@@ -73,7 +73,7 @@ def test_reference_program_is_ok_with_canonical_tensors(sandbox, task, case):
         assert set(item) == {"__tensor__"}
         assert set(item["__tensor__"]) == {"dtype", "shape", "storage", "data"}
         assert item["__tensor__"]["dtype"] == "float32"
-    assert outcome.result == json.loads(case["expected_result"])
+    assert outcome.result == json.loads(case.expected_result)
     assert verdict(case, outcome) is None
     json.dumps(outcome.result)  # plain data
 
@@ -161,7 +161,7 @@ def test_result_that_cannot_be_compared(sandbox, case, code):
     "RESULT = [torch.zeros(1).as_subclass(Anything)]\n",
 ])
 def test_object_equal_to_everything_does_not_pass(task, sandbox, code):
-    (result,) = score([task], {task["task_id"]: [code]}, sandbox)
+    (result,) = score([task], {task.task_id: [code]}, sandbox)
     assert result.status == "result_error", (result.status, result.error)
     assert all(c["status"] == "result_error" for c in result.cases)
 
@@ -226,7 +226,7 @@ def test_torch_global_state_does_not_reach_the_next_job(pool, task, case):
         "RESULT = str(torch.get_default_dtype())\n"
     )
     probe = "import torch\nRESULT = [str(torch.get_default_dtype()), torch.zeros(2), torch.get_num_threads()]\n"
-    for before, reference, after in on_every_worker(pool, [hostile, task["reference_program"], probe], case):
+    for before, reference, after in on_every_worker(pool, [hostile, task.reference_program, probe], case):
         assert before.status == "ok" and before.result == "torch.float64"
         assert verdict(case, reference) is None
         assert after.status == "ok"
@@ -253,8 +253,8 @@ def test_small_output_is_kept(sandbox, case):
 
 
 def test_clean_verdict_does_not_depend_on_hostile_neighbours(small_tasks, sandbox):
-    task = next(t for t in small_tasks if t["has_branch"])
-    ref = task["reference_program"]
+    task = next(t for t in small_tasks if t.has_branch)
+    ref = task.reference_program
     hostile = [
         "while True:\n    pass\n",
         "import os\nos._exit(3)\n",
@@ -263,11 +263,11 @@ def test_clean_verdict_does_not_depend_on_hostile_neighbours(small_tasks, sandbo
         "open('RESULT', 'w').write('x')\nimport sys\nsys.stdout.write('x' * 100000)\nraise ValueError('no')\n",
         "x1.mul_(0)\nRESULT = [x1]\n",
     ]
-    (alone,) = score([task], {task["task_id"]: [ref]}, sandbox)
+    (alone,) = score([task], {task.task_id: [ref]}, sandbox)
     assert alone.status == "pass", alone.error
 
     codes = [hostile[0], ref, *hostile[1:4], ref, *hostile[4:], ref]
-    mixed = score([task], {task["task_id"]: codes}, sandbox)
+    mixed = score([task], {task.task_id: codes}, sandbox)
     refs = [r for r, code in zip(mixed, codes) if code is ref]
     assert len(refs) == 3
     for r in refs:
@@ -302,7 +302,7 @@ def test_killed_worker_crashes_only_its_job_and_is_replaced(pool, task, case):
         "RESULT = 'not killed'\n"
     )
     before = {w.proc.pid for w in pool._all if w.alive}
-    jobs = [Job("slow", "tensor", slow, case)] + [Job(i, "tensor", task["reference_program"], case) for i in range(3)]
+    jobs = [Job("slow", "tensor", slow, case)] + [Job(i, "tensor", task.reference_program, case) for i in range(3)]
     outcomes: list = []
     runner = threading.Thread(target=lambda: outcomes.extend(pool.run_untrusted(jobs)))
     runner.start()
@@ -323,7 +323,7 @@ def test_killed_worker_crashes_only_its_job_and_is_replaced(pool, task, case):
 
     # the pool keeps serving: two jobs side by side, one of them on a freshly started worker
     served = pool.run_untrusted([
-        Job(i, "tensor", "import os, time\ntime.sleep(0.5)\n" + task["reference_program"] + "RESULT.append(os.getppid())\n",
+        Job(i, "tensor", "import os, time\ntime.sleep(0.5)\n" + task.reference_program + "RESULT.append(os.getppid())\n",
             case)
         for i in range(2)
     ])
@@ -331,7 +331,7 @@ def test_killed_worker_crashes_only_its_job_and_is_replaced(pool, task, case):
     for o in served:
         assert o.status == "ok", o.error
         *tensors, pid = o.result
-        assert tensors == json.loads(case["expected_result"])
+        assert tensors == json.loads(case.expected_result)
         pids.add(pid)
     assert victim not in pids
     assert pids - before, "no restarted worker served the jobs after the kill"
@@ -352,7 +352,7 @@ def test_program_cannot_write_into_the_worker_protocol(task, case):
     )
     with Sandbox(workers=1, limits=LIMITS) as own:
         hostile = run_one(own, inject, case)
-        following = [run_one(own, task["reference_program"], case) for _ in range(2)]
+        following = [run_one(own, task.reference_program, case) for _ in range(2)]
     assert hostile.result != 12345
     for o in following:
         assert o.status == "ok", (o.status, o.error)

@@ -35,6 +35,7 @@ import pytest
 
 from builder.config import BuildConfig
 from builder.pipeline import build
+from evaluate.data import TaskRecord
 from evaluate.sandbox import Job, Limits, Outcome, Sandbox
 from evaluate.scoring import judge_case
 from evaluate.worker import RESULT_CAP
@@ -509,12 +510,12 @@ class Context:
     def contained(self, row: Hostile) -> bool:
         return self.mode in row.contained_in
 
-    def task(self, row: Hostile) -> dict:
+    def task(self, row: Hostile) -> TaskRecord:
         return self.tensor_task if row.scenario == "tensor" else self.session_task
 
     def program(self, row: Hostile) -> str:
         values = {
-            "@REF@": self.task(row)["reference_program"],
+            "@REF@": self.task(row).reference_program,
             "@DATASET_FILE@": repr(self.dataset_file),
             "@DELETE_FILES@": repr(self.protected),
             "@DELETE_DIRS@": repr(self.delete_dirs),
@@ -535,21 +536,21 @@ class Context:
         return code
 
     def job(self, key, row: Hostile) -> Job:
-        return Job(key, row.scenario, self.program(row), self.task(row)["test_cases"][0])
+        return Job(key, row.scenario, self.program(row), self.task(row).test_cases[0])
 
 
 def clean_jobs(key, task: dict) -> list[Job]:
-    code = task["reference_program"]
-    return [Job((key, c), task["scenario"], code, case) for c, case in enumerate(task["test_cases"])]
+    code = task.reference_program
+    return [Job((key, c), task.scenario, code, case) for c, case in enumerate(task.test_cases)]
 
 
 def clean_verdict(task: dict, outcomes: list[Outcome]) -> list[tuple]:
-    scenario = get_scenario(task["scenario"])
-    return [(case["name"], *judge_case(scenario, case, o)) for case, o in zip(task["test_cases"], outcomes)]
+    scenario = get_scenario(task.scenario)
+    return [(case.name, *judge_case(scenario, case, o)) for case, o in zip(task.test_cases, outcomes)]
 
 
 def judged(ctx: Context, row: Hostile, outcome: Outcome) -> str:
-    return judge_case(get_scenario(row.scenario), ctx.task(row)["test_cases"][0], outcome)[0]
+    return judge_case(get_scenario(row.scenario), ctx.task(row).test_cases[0], outcome)[0]
 
 
 # ------------------------------------------------------------------------------------------------ fixtures
@@ -580,7 +581,7 @@ def sandbox():
 def ctx(sandbox, small_tasks, small_dataset, session_tasks, tmp_path_factory):
     import torch
 
-    probe = Job("probe", "tensor", "RESULT = 1\n", small_tasks[0]["test_cases"][0])
+    probe = Job("probe", "tensor", "RESULT = 1\n", small_tasks[0].test_cases[0])
     (outcome,) = sandbox.run_untrusted([probe])
     mode = outcome.extra["containment"]
     assert mode in (PRIVILEGED if os.geteuid() == 0 else {"none"})
@@ -622,9 +623,9 @@ def ctx(sandbox, small_tasks, small_dataset, session_tasks, tmp_path_factory):
 def clean_only(sandbox, ctx, small_tasks, session_tasks):
     """Each clean task's verdict from a run with no hostile program in it."""
     tasks = [*small_tasks, *session_tasks]
-    jobs = [j for t in tasks for j in clean_jobs(t["task_id"], t)]
+    jobs = [j for t in tasks for j in clean_jobs(t.task_id, t)]
     outcomes = {o.key: o for o in sandbox.run_untrusted(jobs)}
-    return {t["task_id"]: clean_verdict(t, [outcomes[(t["task_id"], c)] for c in range(len(t["test_cases"]))])
+    return {t.task_id: clean_verdict(t, [outcomes[(t.task_id, c)] for c in range(len(t.test_cases))])
             for t in tasks}
 
 
@@ -651,7 +652,7 @@ def _run(sandbox: Sandbox, ctx: Context, rows: list[Hostile], tasks: dict[str, l
     jobs, cleans = _interleaved(ctx, rows, tasks)
     outcomes = {o.key: o for o in sandbox.run_untrusted(jobs)}
     hostile = {row.name: outcomes[("hostile", row.name)] for row in rows}
-    verdicts = [(task["task_id"], clean_verdict(task, [outcomes[(key, c)] for c in range(len(task["test_cases"]))]))
+    verdicts = [(task.task_id, clean_verdict(task, [outcomes[(key, c)] for c in range(len(task.test_cases))]))
                 for key, task in cleans]
     return hostile, verdicts
 
@@ -678,7 +679,7 @@ def sequential(ctx, mixed, small_tasks, session_tasks):
 
     The clean tensor task uses torch.cat (patched by `tamper_torch_runtime`) and has two test cases.
     """
-    tensor = next(t for t in small_tasks[1:] if "torch.cat(" in t["reference_program"] and len(t["test_cases"]) > 1)
+    tensor = next(t for t in small_tasks[1:] if "torch.cat(" in t.reference_program and len(t.test_cases) > 1)
     tasks = {"tensor": [tensor], "session": session_tasks[1:2]}
     rows = [r for r in HOSTILE if r.stateful and ctx.contained(r)]
     with Sandbox(workers=1, limits=LIMITS) as one:
@@ -687,7 +688,7 @@ def sequential(ctx, mixed, small_tasks, session_tasks):
     by_key = {o.key: o for o in outcomes}
     after = {}
     for (key, task), row in zip(cleans[1:], rows):
-        after[row.name] = (task, clean_verdict(task, [by_key[(key, c)] for c in range(len(task["test_cases"]))]))
+        after[row.name] = (task, clean_verdict(task, [by_key[(key, c)] for c in range(len(task.test_cases))]))
     return after
 
 
@@ -730,7 +731,7 @@ def test_the_next_job_on_the_same_worker_is_unaffected(ctx, sequential, clean_on
         assert row.name not in sequential
         return
     task, verdict = sequential[row.name]
-    assert verdict == clean_only[task["task_id"]]
+    assert verdict == clean_only[task.task_id]
 
 
 def test_no_process_of_a_job_survives_the_run(sandbox, ctx, mixed, sequential):

@@ -5,10 +5,12 @@ from __future__ import annotations
 import base64
 import copy
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from evaluate.data import TestCase
 from evaluate.sandbox import Limits, Outcome, Sandbox
 from evaluate.scoring import STATUSES, SampleResult, every_k, judge_case, pass_at_k, score, succeeded, summarize
 from scenarios import get_scenario
@@ -173,19 +175,19 @@ def _perturbed(expected: list, item: int, delta: float) -> list:
 def multi_case(small_tasks):
     """A test case whose RESULT holds at least two tensors, so the message must say which one differs."""
     for task in small_tasks:
-        for case in task["test_cases"]:
-            if len(json.loads(case["expected_result"])) >= 2:
+        for case in task.test_cases:
+            if len(json.loads(case.expected_result)) >= 2:
                 return case
     pytest.fail("no test case with two or more RESULT tensors in the small dataset")
 
 
 def test_exact_result_passes(multi_case):
-    expected = json.loads(multi_case["expected_result"])
+    expected = json.loads(multi_case.expected_result)
     assert judge_case(TENSOR, multi_case, Outcome("k", "ok", result=expected)) == ("pass", "")
 
 
 def test_value_beyond_tolerance_names_the_item(multi_case):
-    expected = json.loads(multi_case["expected_result"])
+    expected = json.loads(multi_case.expected_result)
     status, message = judge_case(TENSOR, multi_case, Outcome("k", "ok", result=_perturbed(expected, 1, 0.5)))
     assert status == "result_error"
     assert "RESULT[1]" in message
@@ -194,7 +196,7 @@ def test_value_beyond_tolerance_names_the_item(multi_case):
 
 
 def test_value_within_tolerance_passes(multi_case):
-    expected = json.loads(multi_case["expected_result"])
+    expected = json.loads(multi_case.expected_result)
     # well inside atol + rtol * |value|
     result = _perturbed(expected, 1, ATOL / 10)
     assert result != expected  # the bytes did change
@@ -203,7 +205,7 @@ def test_value_within_tolerance_passes(multi_case):
 
 
 def test_wrong_shape_dtype_and_length_are_result_errors(multi_case):
-    expected = json.loads(multi_case["expected_result"])
+    expected = json.loads(multi_case.expected_result)
 
     reshaped = copy.deepcopy(expected)
     reshaped[0]["__tensor__"]["shape"] = [int(np.prod(reshaped[0]["__tensor__"]["shape"]))]
@@ -246,53 +248,53 @@ def sandbox():
 @pytest.fixture(scope="module")
 def branching_task(small_tasks):
     for task in small_tasks:
-        names = [c["name"] for c in task["test_cases"]]
-        if task["has_branch"] and names[:2] == ["original", "flipped"]:
-            original, flipped = task["test_cases"][:2]
-            if original["expected_result"] != flipped["expected_result"]:
+        names = [c.name for c in task.test_cases]
+        if task.has_branch and names[:2] == ["original", "flipped"]:
+            original, flipped = task.test_cases[:2]
+            if original.expected_result != flipped.expected_result:
                 return task
     pytest.fail("no branching task with two distinct test cases in the small dataset")
 
 
 def test_reference_passes_every_case_and_missing_code_is_no_code(small_tasks, sandbox):
     tasks = small_tasks[:4]
-    codes = {t["task_id"]: [t["reference_program"], None] for t in tasks}
+    codes = {t.task_id: [t.reference_program, None] for t in tasks}
     results = score(tasks, codes, sandbox)
-    assert [(r.task_id, r.sample) for r in results] == [(t["task_id"], s) for t in tasks for s in (0, 1)]
+    assert [(r.task_id, r.sample) for r in results] == [(t.task_id, s) for t in tasks for s in (0, 1)]
     for task, (ref, missing) in zip(tasks, zip(results[::2], results[1::2])):
         assert ref.status == "pass", ref.error
-        assert [c["name"] for c in ref.cases] == [c["name"] for c in task["test_cases"]]
+        assert [c["name"] for c in ref.cases] == [c.name for c in task.test_cases]
         assert all(c["status"] == "pass" for c in ref.cases)
         assert missing.status == "no_code" and missing.cases == []
 
 
 def test_hard_coded_then_branch_fails_the_flipped_case(branching_task, sandbox):
-    original, flipped = branching_task["test_cases"][:2]
-    assert original["branch"] == "then" and flipped["branch"] == "else"
-    lines = branching_task["reference_program"].splitlines()
+    original, flipped = branching_task.test_cases[:2]
+    assert original.branch == "then" and flipped.branch == "else"
+    lines = branching_task.reference_program.splitlines()
     conditions = [i for i, line in enumerate(lines) if line.startswith("if ") and line.rstrip().endswith("COND:")]
-    assert len(conditions) == 1, branching_task["reference_program"]
+    assert len(conditions) == 1, branching_task.reference_program
     lines[conditions[0]] = "if True:"
     then_only = "\n".join(lines) + "\n"
 
-    (result,) = score([branching_task], {branching_task["task_id"]: [then_only]}, sandbox)
+    (result,) = score([branching_task], {branching_task.task_id: [then_only]}, sandbox)
     by_name = {c["name"]: c for c in result.cases}
     assert by_name["original"]["status"] == "pass"
     assert by_name["flipped"]["status"] == "result_error"
     assert result.status == "result_error"
     assert result.error.startswith("flipped test case:")
 
-    (reference,) = score([branching_task], {branching_task["task_id"]: [branching_task["reference_program"]]}, sandbox)
+    (reference,) = score([branching_task], {branching_task.task_id: [branching_task.reference_program]}, sandbox)
     assert reference.status == "pass"
 
 
 def test_first_failing_case_gives_the_sample_status(branching_task, sandbox):
     # fails only when COND has the flipped value: the original case passes, the flipped one raises
     code = "if COND != {cond}:\n    raise RuntimeError('flipped')\n{ref}".format(
-        cond=json.loads(branching_task["test_cases"][0]["constants"])["COND"],
-        ref=branching_task["reference_program"],
+        cond=json.loads(branching_task.test_cases[0].constants)["COND"],
+        ref=branching_task.reference_program,
     )
-    (result,) = score([branching_task], {branching_task["task_id"]: [code]}, sandbox)
+    (result,) = score([branching_task], {branching_task.task_id: [code]}, sandbox)
     assert [c["status"] for c in result.cases][:2] == ["pass", "execution_error"]
     assert result.status == "execution_error"
     assert "RuntimeError" in result.error and result.error.startswith("flipped test case:")
@@ -310,7 +312,7 @@ def test_forged_report_does_not_pass(small_tasks, sandbox):
         "os._exit(0)\n"
     )
     task = small_tasks[0]
-    (result,) = score([task], {task["task_id"]: [forge]}, sandbox)
+    (result,) = score([task], {task.task_id: [forge]}, sandbox)
     assert result.status != "pass"
     assert all(c["status"] in STATUSES and c["status"] != "pass" for c in result.cases)
 
@@ -343,7 +345,8 @@ class ContainedAs:
 def test_containment_is_recorded_for_the_run_and_for_a_sample_that_fell_back():
     from evaluate.scoring import run_containment
 
-    task = {"task_id": "tensor-0000", "scenario": "tensor", "test_cases": [{"name": "original"}, {"name": "flipped"}]}
+    task = SimpleNamespace(task_id="tensor-0000", scenario="tensor", test_cases=[
+        TestCase("original", "main", "{}", "", []), TestCase("flipped", "main", "{}", "", [])])
     modes = {(0, 0): "jail", (0, 1): "jail", (1, 0): "jail", (1, 1): "uid", (2, 0): "jail", (2, 1): "jail"}
     results = score([task], {"tensor-0000": ["a", "b", "c", None]}, ContainedAs(modes))
     assert [r.containment for r in results] == ["jail", "uid", "jail", None]  # a sample: its weakest test case

@@ -218,21 +218,21 @@ def test_build_keeps_at_least_95_percent(built):
 def test_instructions_never_quote_stored_values(built):
     _, tasks = built
     for t in tasks:
-        case = t["test_cases"][0]
-        stored = json.loads(next(a["data"] for a in case["assets"] if a["name"] == ASSET))
+        case = t.test_cases[0]
+        stored = json.loads(next(a["data"] for a in case.assets if a["name"] == ASSET))
         values = {s["id"] for s in stored}
         for s in stored:
             values |= {s["data"]["title"], s["data"]["description"], s["data"]["owner"], *s["data"]["members"]}
-        values |= set(re.findall(r"'([^']*@[^']*)'", t["setup_code"]))  # e-mails declared in the setup block
+        values |= set(re.findall(r"'([^']*@[^']*)'", t.setup_code))  # e-mails declared in the setup block
         for variant in ("instruction", "instruction_steps", "instruction_vague"):
             leaked = [v for v in values if v in t[variant]]
-            assert not leaked, (t["task_id"], variant, leaked)
-        assert "BASE_URL = service_url()" in t["setup_code"]
+            assert not leaked, (t.task_id, variant, leaked)
+        assert "BASE_URL = service_url()" in t.setup_code
 
 
 def test_reference_scores_100_percent(built, sandbox):
     _, tasks = built
-    results = score(tasks, {t["task_id"]: [t["reference_program"]] for t in tasks}, sandbox)
+    results = score(tasks, {t.task_id: [t.reference_program] for t in tasks}, sandbox)
     assert [(r.task_id, r.status, r.error) for r in results if r.status != "pass"] == []
     assert len(results) == len(tasks)
 
@@ -251,14 +251,14 @@ def test_skipping_a_required_update_or_delete_fails_on_state(built, sandbox):
     _, tasks = built
     variants = {}
     for t in tasks:
-        lines = t["reference_program"].splitlines()
+        lines = t.reference_program.splitlines()
         for i, line in enumerate(lines[:-1]):
             m = MUTATION.match(line)
             if m and lines[i + 1].strip().startswith("RESULT ="):
-                variants[t["task_id"]] = [_faked(t["reference_program"], i, m.group(1), m.group(2))]
+                variants[t.task_id] = [_faked(t.reference_program, i, m.group(1), m.group(2))]
                 break
     assert variants, "the small build should hold a program ending in an update or a delete"
-    results = score([t for t in tasks if t["task_id"] in variants], variants, sandbox)
+    results = score([t for t in tasks if t.task_id in variants], variants, sandbox)
     assert len(results) == len(variants)
     for r in results:
         assert r.status == "result_error", (r.task_id, r.status, r.error)
@@ -276,11 +276,11 @@ def test_server_made_ids_compare_equal_for_correct_but_different_programs(built,
     )
     codes, new_ids = {}, 0
     for t in tasks:
-        reordered = re.sub(r"json=(data\d+)\)", r"json=dict(reversed(list(\1.items()))))", t["reference_program"])
-        codes[t["task_id"]] = [probe + reordered]
-        for case in t["test_cases"]:
-            stored = {s["id"] for s in json.loads(next(a["data"] for a in case["assets"] if a["name"] == ASSET))}
-            new_ids += len(set(json.loads(case["expected_state"])) - stored)
+        reordered = re.sub(r"json=(data\d+)\)", r"json=dict(reversed(list(\1.items()))))", t.reference_program)
+        codes[t.task_id] = [probe + reordered]
+        for case in t.test_cases:
+            stored = {s["id"] for s in json.loads(next(a["data"] for a in case.assets if a["name"] == ASSET))}
+            new_ids += len(set(json.loads(case.expected_state)) - stored)
     assert new_ids > 0, "the small build should create sessions, so that server-made ids are compared"
     results = score(tasks, codes, sandbox)
     assert [(r.task_id, r.status, r.error) for r in results if r.status != "pass"] == []

@@ -109,10 +109,10 @@ def test_stored_data_per_task_under_100kb(small_tasks):
     assert small_tasks
     for task in small_tasks:
         size = 0
-        for case in task["test_cases"]:
-            size += sum(len(a["data"]) for a in case["assets"])
-            size += len(case["expected_result"] or "") + len(case["expected_state"] or "")
-        assert size < LIMIT, f"{task['task_id']} stores {size} bytes"
+        for case in task.test_cases:
+            size += sum(len(a["data"]) for a in case.assets)
+            size += len(case.expected_result or "") + len(case.expected_state or "")
+        assert size < LIMIT, f"{task.task_id} stores {size} bytes"
 
 
 # -------------------------------------------------------------------------------------- conv2d shapes

@@ -168,14 +168,9 @@ def test_conditions_compare_a_runtime_value_with_cond(scenario, programs):
 def built(tmp_path_factory):
     out = tmp_path_factory.mktemp("voice") / "stateeval"
     report = build(BuildConfig(out=str(out), **SMALL))
-    # The shards are read directly (checked against the manifest first) rather than through `load_tasks`:
-    # `datasets` caches a local folder by its name and split layout, so another voice build in a folder of the
-    # same name could be served in place of this one.
-    import pyarrow.parquet as pq
-    from evaluate.data import verify_folder
+    from evaluate.data import load_tasks
 
-    manifest = verify_folder(out)
-    tasks = [row for rel in sorted(manifest["files"]) for row in pq.read_table(out / rel).to_pylist()]
+    tasks, _ = load_tasks(str(out))
     return report, tasks
 
 
@@ -190,15 +185,15 @@ def test_small_build_keeps_at_least_95_percent(built):
     assert report["kept"]["voice"] / report["attempts"]["voice"] >= 0.95, report["rejections"]
     assert len(tasks) == report["kept"]["voice"]
     for t in tasks:
-        for case in t["test_cases"]:
-            assert case["expected_state"] is not None
-    assert any(t["has_branch"] and [c["name"] for c in t["test_cases"]][:2] == ["original", "flipped"] for t in tasks)
-    assert all(len(t["test_cases"]) >= 3 for t in tasks)
+        for case in t.test_cases:
+            assert case.expected_state is not None
+    assert any(t.has_branch and [c.name for c in t.test_cases][:2] == ["original", "flipped"] for t in tasks)
+    assert all(len(t.test_cases) >= 3 for t in tasks)
 
 
 def test_reference_scores_100_percent(built, sandbox):
     _, tasks = built
-    results = score(tasks, {t["task_id"]: [t["reference_program"]] for t in tasks}, sandbox)
+    results = score(tasks, {t.task_id: [t.reference_program] for t in tasks}, sandbox)
     assert [r.status for r in results] == ["pass"] * len(tasks), [r.error for r in results if r.status != "pass"]
 
 
@@ -210,21 +205,23 @@ def test_text_to_speech_instead_of_speech_to_speech_fails_the_oracle(built, sand
     _, tasks = built
     mutants = {}
     for t in tasks:
-        code, n = STS.subn(r"text_to_speech(speech_to_text(\1), voice_name=\2)", t["reference_program"])
+        code, n = STS.subn(r"text_to_speech(speech_to_text(\1), voice_name=\2)", t.reference_program)
         if n:
-            mutants[t["task_id"]] = [code]
+            mutants[t.task_id] = [code]
     assert mutants, "the small build should contain speech_to_speech calls"
-    results = score([t for t in tasks if t["task_id"] in mutants], mutants, sandbox)
+    results = score([t for t in tasks if t.task_id in mutants], mutants, sandbox)
     assert results and all(r.status == "result_error" for r in results), [(r.task_id, r.status) for r in results]
 
 
 def test_reordering_calls_to_different_numbers_still_passes(sandbox, scenario):
     """Order is ignored only where the API is order-free: calls to two numbers, not calls to one."""
+    from evaluate.data import TestCase
+
     setup = ('user_speech = load_speech("user_speech")\n'
              'phone1 = "+15550000001"\nphone2 = "+15550000002"\n')
-    case = {"name": "original", "setup_code": setup, "assets": [{
+    case = TestCase("original", "main", "{}", setup, [{
         "name": "user_speech", "kind": "speech", "meta": "{}",
-        "data": b'[["caller", "Hi, it is Tom."], ["agent", "Hello Tom."]]'}]}
+        "data": b'[["caller", "Hi, it is Tom."], ["agent", "Hello Tom."]]'}])
     reference = ("s1 = isolate_audio(user_speech)\n"
                  "c1 = make_outbound_call(user_speech, to_number=phone1)\n"
                  "c2 = make_outbound_call(s1, to_number=phone2)\n"
@@ -246,8 +243,8 @@ def test_reordering_calls_to_different_numbers_still_passes(sandbox, scenario):
     outcomes = sandbox.run_untrusted([Job(i, "voice", code, case)
                                       for i, code in enumerate((reference, swapped_numbers, swapped_one_number))])
     assert all(o.status == "ok" for o in outcomes), [o.error for o in outcomes]
-    case["expected_result"] = canonical_json(outcomes[0].result)
-    case["expected_state"] = canonical_json(outcomes[0].state)
+    case.expected_result = canonical_json(outcomes[0].result)
+    case.expected_state = canonical_json(outcomes[0].state)
     assert judge_case(scenario, case, outcomes[1]) == ("pass", "")
     status, reason = judge_case(scenario, case, outcomes[2])
     assert status == "result_error" and "outbound_calls" in reason

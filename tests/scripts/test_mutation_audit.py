@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -67,8 +68,8 @@ def test_equivalent_mutants_are_generated_once():
     """RESULT = [v1, v1]: dropping either element gives the same program, swapping them gives the reference, and
     transpose(x, 3, 2) is transpose(x, 2, 3); none of these may appear twice (or, the last two, at all)."""
     audit = load_script()
-    task = {"task_id": "tensor-9999", "scenario": "tensor", "setup_code": "x1 = load_tensor('x1')\nCOND = 1",
-            "reference_program": "v1 = torch.transpose(x1, 2, 3)\nRESULT = [v1, v1]\n"}
+    task = SimpleNamespace(task_id="tensor-9999", scenario="tensor", setup_code="x1 = load_tensor('x1')\nCOND = 1",
+                           reference_program="v1 = torch.transpose(x1, 2, 3)\nRESULT = [v1, v1]\n")
     chosen = audit.select(task, per_task=1000, seed=0)
     codes = [code for _, code in chosen]
     assert len(codes) == len(set(codes))
