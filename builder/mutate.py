@@ -332,19 +332,22 @@ def analyse_mutants(drafts: list, sandbox, config, rejections: Counter) -> list:
         pending = sorted(k for k in alive if c_i < len(drafts[k[0]].cases))
         alive -= _killed(sandbox, drafts, plans, {k: drafts[k[0]].cases[c_i] for k in pending}, f"mutants {c_i + 1}")
 
+    # Probe inputs, one at a time and only for tasks that still have a survivor: the reference runs twice on the
+    # probe (its outputs must agree), then the survivors run on it.
     probes = {d_i: probe_cases(d.program, config, d.index) for d_i, d in enumerate(drafts)
               if any(k[0] == d_i for k in alive)}
-    runs = [Job((d_i, p_i, run), drafts[d_i].scenario, drafts[d_i].program.reference_code(), probe)
-            for d_i, ps in probes.items() for p_i, probe in enumerate(ps) for run in range(2)]
-    by_key = {o.key: o for o in sandbox.run_untrusted(runs, desc="probe inputs")}
-    usable = {(d_i, p_i): probe for d_i, ps in probes.items() for p_i, probe in enumerate(ps)
-              if take_oracle(probe, by_key[(d_i, p_i, 0)], by_key[(d_i, p_i, 1)]) is None}
     added: dict[int, list] = {}
     for p_i in range(config.probes):
-        pending = sorted(k for k in alive if (k[0], p_i) in usable)
-        killed = _killed(sandbox, drafts, plans, {k: usable[(k[0], p_i)] for k in pending}, f"probes {p_i + 1}")
+        wanted = sorted({k[0] for k in alive} & probes.keys())
+        runs = [Job((d_i, run), drafts[d_i].scenario, drafts[d_i].program.reference_code(), probes[d_i][p_i])
+                for d_i in wanted for run in range(2)]
+        by_key = {o.key: o for o in sandbox.run_batched(runs, desc=f"probe input {p_i + 1}" if runs else None)}
+        usable = {d_i: probes[d_i][p_i] for d_i in wanted
+                  if take_oracle(probes[d_i][p_i], by_key[(d_i, 0)], by_key[(d_i, 1)]) is None}
+        pending = sorted(k for k in alive if k[0] in usable)
+        killed = _killed(sandbox, drafts, plans, {k: usable[k[0]] for k in pending}, f"probes {p_i + 1}")
         for d_i in sorted({k[0] for k in killed}):
-            added.setdefault(d_i, []).append(usable[(d_i, p_i)])
+            added.setdefault(d_i, []).append(usable[d_i])
         alive -= killed
 
     kept = []
@@ -387,19 +390,17 @@ def _killed(sandbox, drafts: list, plans: list, cases: dict, desc: str) -> set:
 
     groups: dict = {}
     for k, case in cases.items():
-        groups.setdefault((k[0], id(case)) if BATCHES else k, []).append(k)
+        groups.setdefault((k[0], id(case)), []).append(k)
     jobs = []
     for keys in groups.values():
         scenario, case = drafts[keys[0][0]].scenario, cases[keys[0]]
-        codes = [plans[k[0]][k[1]].code for k in keys]
-        if len(keys) == 1:
-            jobs.append(alone(keys[0]))
-        elif get_scenario(scenario).shared_runs:
-            jobs.append(Job(("shared", tuple(keys)), scenario, _driver(codes), case))
+        if BATCHES and len(keys) > 1 and get_scenario(scenario).shared_runs:
+            jobs.append(Job(("shared", tuple(keys)), scenario, _driver([plans[k[0]][k[1]].code for k in keys]), case))
         else:
-            jobs.append(Job(("batch", tuple(keys)), scenario, "", case, batch=codes))
+            jobs += [alone(k) for k in keys]
     killed, retry = set(), []
-    for o in sandbox.run_untrusted(jobs, desc=desc):
+    run = sandbox.run_batched if BATCHES else sandbox.run_untrusted
+    for o in run(jobs, desc=desc if jobs else None):
         if o.key[0] == "shared":  # RESULT holds one {"result"} or {"error"} per mutant
             keys = list(o.key[1])
             if o.status != "ok":  # e.g. out of time on a loaded machine: no verdict from it, run each alone
@@ -410,12 +411,6 @@ def _killed(sandbox, drafts: list, plans: list, cases: dict, desc: str) -> set:
             for k, got in zip(keys, o.result):
                 if "error" in got or scenario.compare_result(expected, got["result"]) is not None:
                     killed.add(k)
-        elif o.key[0] == "batch":
-            keys = list(o.key[1])
-            done = o.batch if o.status == "ok" and o.batch is not None else []
-            for k, outcome in zip(keys, done):
-                verdict(k, outcome)
-            retry += keys[len(done):]
         else:
             verdict(o.key, o)
     for o in sandbox.run_untrusted([alone(k) for k in retry], desc=f"{desc} (one by one)" if retry else None):

@@ -104,6 +104,19 @@ def test_a_batch_reports_each_program_and_stops_at_one_out_of_time(sandbox, case
     assert outcome.status == "ok"
     assert [(o.status, o.result) for o in outcome.batch] == [("ok", 1), ("ok", [None, 2]), ("execution_error", None)]
 
+def test_run_batched_gives_each_job_its_own_outcome_and_runs_what_a_batch_missed_alone(sandbox, case, task):
+    """Jobs on one test case share a child; every job gets the outcome it gets alone, under its own key, in order,
+    including those after a program that ran out of time (they run alone afterwards)."""
+    other = task.test_cases[1]
+    codes = ["RESULT = 1\n", "raise ValueError('no')\n", "import time\ntime.sleep(60)\n", "RESULT = 4\n"]
+    jobs = [Job(("a", i), "tensor", code, case) for i, code in enumerate(codes)]
+    jobs.insert(2, Job("alone", "tensor", "RESULT = 'other case'\n", other))
+    outcomes = sandbox.run_batched(jobs)
+    assert [o.key for o in outcomes] == [j.key for j in jobs]
+    assert [(o.status, o.result) for o in outcomes] == [
+        ("ok", 1), ("execution_error", None), ("ok", "other case"), ("timeout", None), ("ok", 4)]
+
+
 
 def test_syntax_error(sandbox, case):
     outcome = run_one(sandbox, "RESULT = [x1\nv2 = (\n", case)
