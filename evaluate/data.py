@@ -130,13 +130,8 @@ class TaskRecord:
 
     @classmethod
     def from_row(cls, row: dict) -> "TaskRecord":
-        """A row as `pyarrow` reads it from a shard; a row missing a column names the fix (rebuild)."""
-        missing = [f.name for f in dataclasses.fields(cls) if f.name not in row and f.default is dataclasses.MISSING
-                   and f.default_factory is dataclasses.MISSING]
-        if missing:
-            raise DatasetError(f"task {row.get('task_id', '?')} has no {', '.join(missing)} column(s): the dataset "
-                               "was built by an older builder; rebuild it with python -m builder")
-        values = {f.name: row[f.name] for f in dataclasses.fields(cls) if f.name in row}
+        """A row as `pyarrow` reads it from a shard of this version's schema (`load_tasks` checks it first)."""
+        values = {f.name: row[f.name] for f in dataclasses.fields(cls)}
         values["test_cases"] = [TestCase(**c) for c in row["test_cases"]]
         return cls(**values)
 
@@ -229,6 +224,9 @@ def load_tasks(dataset: str, revision: str | None = None,
     if unknown:
         raise DatasetError(f"the dataset has no split(s) {unknown}; it has {list(shards)}")
     tasks = []
+    for rel in (rel for split in wanted for rel in shards[split]):
+        if not pq.read_schema(folder / rel).equals(SCHEMA, check_metadata=False):
+            raise DatasetError(f"{rel} does not have this version's task schema; rebuild the dataset with it")
     for split in wanted:
         rows = [row for rel in shards[split] for row in pq.read_table(folder / rel).to_pylist()]
         expected = manifest.get("counts", {}).get(split)

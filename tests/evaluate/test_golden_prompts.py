@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from builder.config import BuildConfig
-from builder.pipeline import fuzz, translate
+from builder.pipeline import fuzz, to_record, translate
+from evaluate.data import TaskRecord
 from evaluate.prompts import VARIANTS, build_messages
 from scenarios import scenario_names
 
@@ -25,14 +26,11 @@ def render(messages: list[dict]) -> str:
     return "".join(f"=== {m['role']} ===\n{m['content']}\n" for m in messages)
 
 
-def first_task(scenario: str) -> dict:
+def first_task(scenario: str) -> TaskRecord:
     config = BuildConfig(scenarios=[scenario], n=1, seed=0, created_at="2026-01-01")
     rejections = Counter()
     drafts, _ = fuzz(config, scenario, rejections)
-    draft = translate(config, drafts, rejections)[0]
-    return {"api_doc": draft.program.scenario.api_doc(), "setup_code": draft.cases[0].setup_code,
-            "instruction": draft.instructions["natural"], "instruction_steps": draft.instructions["steps"],
-            "instruction_vague": draft.instructions["vague"]}
+    return to_record(translate(config, drafts, rejections)[0], config)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
