@@ -8,9 +8,8 @@ stored id, and queries are chosen to match. The simulation uses the service's ow
 apart. The sandbox side is `scenarios.session.world.SessionWorld`.
 
 Variables: `src*` (a source, declared in the setup block), `data*` (session data: declared, taken from a listed
-session, read back by id, or a local edit), `email*` (declared, or a listed session's owner), `sessions*`/`found*`
-(lists from list and query calls), `id*` (ids from adds or taken from a list; an add's id is read back with
-fetch_session, which observes what the add wrote), `status*` (HTTP status of an update or delete; like every
+session, or a local edit), `email*` (declared, or a listed session's owner), `sessions*`/`found*`
+(lists from list and query calls), `id*` (ids from adds or taken from a list), `status*` (HTTP status of an update or delete; like every
 result no later call consumes, it goes into RESULT).
 An update or delete names its session by an id variable or by a position in a listed or queried result.
 Instructions name variables, session types, field paths and list positions, never a stored value. The `natural`
@@ -94,7 +93,9 @@ POSITIONS = {0: "first", 1: "second", -1: "last"}
 
 
 def _positions(n: int) -> list[int]:
-    return [i for i in POSITIONS if (i < n if i >= 0 else n >= 2)]
+    """List positions a program may take a session from: none from a list of one, where the first session is also
+    the last (`[0]` and `[-1]` would both pass)."""
+    return [i for i in POSITIONS if n >= 2 and -n <= i < n]
 
 
 def _targets(state: State, var: Var) -> list[tuple[dict, int | None]]:
@@ -143,7 +144,7 @@ def _target_text(d: dict, index: int | None) -> str:
 
 
 # Natural and vague texts: a session named by an id is "the session with <the id's reference>"; one named by its
-# position in a listing reads as in `steps`. The type and source of an update, delete or fetch are not restated:
+# position in a listing reads as in `steps`. The type and source of an update or delete are not restated:
 # the listing or the id they come from fixes both (the steps text states them anyway).
 def _session_text(d: dict, index: int | None) -> str:
     return f"the session with {d['in1_']}" if index is None else _target_text(d, index)
@@ -680,47 +681,6 @@ class EditData(API):
         return d
 
 
-class FetchSession(API):
-    """Read back one session by id: the data an add or update of this program wrote, seen by no call since.
-
-    Only such a session: data the program has already observed (through a listing, or an earlier fetch) would be
-    read again for nothing. Reading it is an observation, so an update or delete of that id is allowed after it,
-    as after a listing (see `_writable`)."""
-
-    name = "fetch_session"
-    phrases = (
-        "fetch the session {in1_} (a `{type}` session of {in0_}) by its id and keep its data as {out0_}",
-        "get the `{type}` session {in1_} of source {in0_} from the service and name its data {out0_}",
-        "read back the session {in1_} ({in0_}'s `{type}` session) and store its data (`data`) in {out0_}",
-    )
-    natural = (
-        "fetch the session with {in1_} and keep its data",
-        "read back the data of the session with {in1_}",
-    )
-    vague = (
-        "read back the data the service now holds for the session with {in1_}",
-        "look again at what is stored in the session with {in1_}, keeping its data",
-    )
-    noun = "{nth}fetched data"
-
-    def bindings(self, state):
-        out = []
-        for ref in state.of_type(SID):
-            rec = _record(state, ref.value)
-            if rec and rec.get("unseen"):
-                out.append((_source_var(state, rec["source"]), ref.name))
-        return out
-
-    def apply(self, state, inputs, rng):
-        src, ref = inputs
-        rec = _record(state, state.vars[ref].value)
-        rec.pop("unseen", None)
-        out = state.produce("data", DATA, copy.deepcopy(rec["data"]), self.name)
-        state.consume(inputs, self.name)
-        code = f'{out} = requests.get({URL % (src, rec["type"])}/{_target_code(ref, None)}").json()["data"]'
-        return Call(self.name, [src, ref], [out], code, {"type": rec["type"]})
-
-
 class _Renaming:
     """One test input's bijection from the original values to new ones (see `SessionScenario.redraw`)."""
 
@@ -775,6 +735,17 @@ class _Renaming:
 # ------------------------------------------------------------------------------------------- scenario
 
 
+def _branch_value(var: Var):
+    """What a condition on `var` reads (see `SessionScenario.condition`)."""
+    if var.type == SESSIONS:
+        return len(var.value["items"])
+    if var.type == DATA:
+        return len(var.value["members"]) if isinstance(var.value.get("members"), list) else None
+    if var.type == EMAIL:
+        return var.value.split("@")[1]
+    return var.value
+
+
 class SessionScenario(Scenario):
     value_phrases = {SID: "a session id", DATA: "the data of a session", EMAIL: "an e-mail address",
                      SESSIONS: "a list of sessions", STATUS: "an HTTP status code", SOURCE: "a source name"}
@@ -784,7 +755,7 @@ class SessionScenario(Scenario):
                   ("title", "owner", "members"), words.TITLE_SUFFIXES)
     name = "session"
     apis = (ListSessions(), AddSession(), QuerySessions(), UpdateSession(), DeleteSession(), TakeFromList(),
-            EditData(), FetchSession())
+            EditData())
     world = "scenarios.session.world:SessionWorld"
 
     def initial_state(self, rng):
@@ -833,6 +804,8 @@ class SessionScenario(Scenario):
         return twin
 
     def condition(self, state, var, rng):
+        if any(_branch_value(o) == _branch_value(var) for o in state.of_type(var.type) if o.name != var.name):
+            return None  # another variable in scope gives the same value: branching on either would pass
         v, n = var.name, None
         if var.type == SESSIONS:
             n, left, what = len(var.value["items"]), f"len({v})", f"`{v}` holds"
