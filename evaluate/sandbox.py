@@ -213,6 +213,10 @@ def _encode_case(case: TestCase | dict) -> dict:
     return {"setup_code": case["setup_code"], "assets": assets}
 
 
+JOIN_POLL_S = 0.2  # how often the harness thread wakes while workers run: a signal delivered to a thread other
+# than this one does not interrupt a wait without a timeout, so Ctrl-C would wait for every job in flight
+
+
 class Sandbox:
     """A pool of warm workers. `run_untrusted(jobs)` returns one Outcome per job, in order.
 
@@ -282,7 +286,8 @@ class Sandbox:
             for t in threads:
                 t.start()
             for t in threads:
-                t.join()
+                while t.is_alive():  # a bounded wait: Ctrl-C is acted on even if it reached another thread
+                    t.join(JOIN_POLL_S)
         except BaseException:  # KeyboardInterrupt: stop now rather than after the jobs in flight
             self.close(kill=True)
             raise

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import types
 from pathlib import Path
@@ -90,6 +91,34 @@ def test_openai_backend_sends_the_shared_prompt_and_returns_every_reply(small_ta
     assert body["model"] == "scripted-model"
     assert body["temperature"] == 0.5 and body["max_tokens"] == 77 and body["seed"] == 3
     assert got[task.task_id].startswith("reply to")
+
+
+def test_ctrl_c_that_reaches_another_thread_stops_an_openai_run(tmp_path):
+    """The kernel may hand SIGINT to any thread (the resolver's, here a thread of the test's own): a run waiting on a
+    model that never answers must still stop, rather than wait for the request's ten-minute timeout."""
+    script = (
+        "import signal, sys, threading, time\n"
+        "from evaluate.models import Request, Sampling\n"
+        "from evaluate.models.openai_api import OpenAIBackend\n"
+        "def interrupt():\n"
+        "    time.sleep(3)\n"
+        "    signal.pthread_kill(threading.get_ident(), signal.SIGINT)\n"
+        "threading.Thread(target=interrupt, daemon=True).start()\n"
+        "backend = OpenAIBackend('scripted', base_url=sys.argv[1], timeout_s=600)\n"
+        "try:\n"
+        "    backend.generate([Request('t', 0, [{'role': 'user', 'content': 'hi'}])], Sampling(), lambda r, x: None)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted', flush=True)\n"
+        "    raise SystemExit(130)\n"
+    )
+    release = threading.Event()
+    with ScriptedServer(lambda body: release.wait(300) and "late") as server:
+        try:
+            proc = subprocess.run([sys.executable, "-c", script, server.base_url], capture_output=True, text=True,
+                                  timeout=240, env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=ROOT)
+        finally:
+            release.set()
+    assert proc.returncode == 130 and proc.stdout.startswith("interrupted"), (proc.stdout, proc.stderr[-2000:])
 
 
 def test_openai_backend_bounds_concurrency_and_answers_all():

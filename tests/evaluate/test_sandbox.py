@@ -404,3 +404,33 @@ def test_a_new_sandbox_removes_folders_whose_owner_is_gone(tmp_path, monkeypatch
     foreign.mkdir()
     Sandbox(workers=1).close()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([os.path.basename(mine), foreign.name])
+
+
+def test_ctrl_c_that_reaches_another_thread_still_stops_the_run(tmp_path):
+    """The kernel may hand a process's SIGINT to any of its threads. Sent here to a thread other than the one that
+    waits for the jobs, it must still stop a run whose only job sleeps for a minute, at once."""
+    import subprocess
+    import sys
+
+    script = (
+        "import signal, threading, time\n"
+        "from evaluate.sandbox import Job, Limits, Sandbox\n"
+        "from evaluate.data import TestCase\n"
+        "case = TestCase('original', 'main', '{}', '', [])\n"
+        "def interrupt():\n"
+        "    time.sleep(3)\n"
+        "    signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # this thread, not the main one\n"
+        "    time.sleep(120)\n"
+        "threading.Thread(target=interrupt, daemon=True).start()\n"
+        "with Sandbox(workers=1, limits=Limits(timeout_s=600)) as sandbox:\n"
+        "    try:\n"
+        "        sandbox.run_untrusted([Job('k', 'tensor', 'import time\\ntime.sleep(600)\\nRESULT = 1\\n', case)])\n"
+        "    except KeyboardInterrupt:\n"
+        "        print('interrupted', time.monotonic(), flush=True)\n"
+        "        raise SystemExit(130)\n"
+        "print('not interrupted')\n"
+    )
+    env = dict(os.environ, TMPDIR=str(tmp_path), PYTHONPATH=os.getcwd())
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env,
+                          cwd=os.getcwd())
+    assert proc.returncode == 130 and proc.stdout.startswith("interrupted"), (proc.stdout, proc.stderr[-2000:])
