@@ -106,11 +106,20 @@ def _targets(state: State, var: Var) -> list[tuple[dict, int | None]]:
         return [(rec, None)] if rec and _writable(rec) else []
     items = var.value["items"]
     out = []
-    for i in _positions(len(items)):
+    for i in _distinct_positions(state, var.name):
         rec = _record(state, items[i]["key"])
         if rec and _writable(rec):
             out.append((rec, i))
     return out
+
+
+def _distinct_positions(state: State, lst: str) -> list[int]:
+    """Positions of a listing whose session no other listing in scope holds at the same position (naming it through
+    the wrong list would pass)."""
+    items = state.vars[lst].value["items"]
+    others = [v.value["items"] for v in state.of_type(SESSIONS) if v.name != lst]
+    return [i for i in _positions(len(items))
+            if not any(-len(o) <= i < len(o) and o[i]["key"] == items[i]["key"] for o in others)]
 
 
 def _same_listing(state: State, items: list[dict]) -> bool:
@@ -335,9 +344,14 @@ class QuerySessions(API):
             value = var.value if kind == EMAIL else var.value.get(field.split(".")[1])
             if not isinstance(value, str) or _shared_field(state, var, field.split(".")[1]):
                 continue
+            if kind == DATA and _held(state, EMAIL, value):
+                continue  # the address is in scope itself: a query by it would leave the rest of the data unread
+            other = {"data.owner": "data.members", "data.members": "data.owner"}.get(field)
             for type_ in words.CONTENT_TYPES:
                 everything = _collection(state, source, type_)
                 hits = [r for r in everything if _matches(r, field, value)]
+                if other and hits == [r for r in everything if _matches(r, other, value)]:
+                    continue  # the owner is also a member of every session found: either field would pass
                 if hits and not _same_listing(state, hits):
                     found.append((field, type_, hits))
                     if len(hits) < len(everything):
@@ -512,24 +526,17 @@ class TakeFromList(API):
                       f"the {pos} session and keep {thing}"]
         return {"pick": tuple(forms)}
 
-    @staticmethod
-    def _indexes(state: State, lst: str) -> list[int]:
-        """Positions whose session no other listing in scope holds at the same position (taking it from the wrong
-        list would pass)."""
-        items = state.vars[lst].value["items"]
-        others = [v.value["items"] for v in state.of_type(SESSIONS) if v.name != lst]
-        return [i for i in _positions(len(items))
-                if not any(-len(o) <= i < len(o) and o[i]["key"] == items[i]["key"] for o in others)]
-
     def bindings(self, state):
-        return [(v.name,) for v in state.of_type(SESSIONS) if v.value["items"] and self._indexes(state, v.name)]
+        return [(v.name,) for v in state.of_type(SESSIONS) if v.value["items"] and _distinct_positions(state, v.name)]
 
     def apply(self, state, inputs, rng):
         (lst,) = inputs
         items = state.vars[lst].value["items"]
-        index = rng.choice(self._indexes(state, lst))
+        index = rng.choice(_distinct_positions(state, lst))
         item = items[index]
         weights = {"id": 0.45, "data": 0.35, "owner": 0.2}
+        if any(other["data"].get("owner") == item["data"].get("owner") for other in items if other is not item):
+            del weights["owner"]  # another session of the list has the same owner: any position would do
         if item["key"] in {v.value for v in state.of_type(SID)}:  # an id already held would be interchangeable
             del weights["id"]
         if not isinstance(item["data"].get("owner"), str) or _held(state, EMAIL, item["data"].get("owner")):
