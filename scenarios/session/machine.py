@@ -535,12 +535,13 @@ class TakeFromList(API):
         index = rng.choice(_distinct_positions(state, lst))
         item = items[index]
         weights = {"id": 0.45, "data": 0.35, "owner": 0.2}
-        if any(other["data"].get("owner") == item["data"].get("owner") for other in items if other is not item):
-            del weights["owner"]  # another session of the list has the same owner: any position would do
         if item["key"] in {v.value for v in state.of_type(SID)}:  # an id already held would be interchangeable
             del weights["id"]
-        if not isinstance(item["data"].get("owner"), str) or _held(state, EMAIL, item["data"].get("owner")):
-            del weights["owner"]  # (an address already held would be interchangeable with it)
+        owner = item["data"].get("owner")
+        if not isinstance(owner, str) or _held(state, EMAIL, owner) or any(
+                other["data"].get("owner") == owner for other in items if other is not item):
+            del weights["owner"]  # an address already held, or one another session of the list shares
+            # (taking it from any of them would pass), would be interchangeable with it
         if _held(state, DATA, item["data"]) and len(weights) > 1:
             del weights["data"]  # (data already held, e.g. what an add sent, would be interchangeable with it)
         what = rng.choices(list(weights), weights=list(weights.values()))[0]
