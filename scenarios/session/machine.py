@@ -258,16 +258,24 @@ class AddSession(API):
     def describe(self, call):
         return _describe_type(super().describe(call))
 
+    @staticmethod
+    def _free(state: State, source: str, value) -> list[str]:
+        """Types an add of this data can go to without answering an id already in scope (identical data under the
+        same source and type answers the stored session's id)."""
+        held = {v.value for v in state.of_type(SID)}
+        return [t for t in words.CONTENT_TYPES if (_duplicate(state, source, t, value) or {}).get("key") not in held]
+
     def bindings(self, state):
-        return [(s.name, d.name) for s in state.of_type(SOURCE) for d in state.of_type(DATA)]
+        return [(s.name, d.name) for s in state.of_type(SOURCE) for d in state.of_type(DATA)
+                if self._free(state, s.value, d.value)]
 
     def apply(self, state, inputs, rng):
         src, data = inputs
         source, value = state.vars[src].value, state.vars[data].value
         type_ = _type_for(state, source, rng, existing=0.6)
-        held = {v.value for v in state.of_type(SID)}
-        if (_duplicate(state, source, type_, value) or {}).get("key") in held:  # the answer would be an id in scope
-            type_ = rng.choice([t for t in words.CONTENT_TYPES if not _duplicate(state, source, t, value)])
+        free = self._free(state, source, value)
+        if type_ not in free:  # the answer would be an id in scope
+            type_ = rng.choice(free)
         same = _duplicate(state, source, type_, value)
         if same is None:  # identical data under the same source and type returns the stored session's id
             state.extra["next"] += 1

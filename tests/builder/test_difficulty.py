@@ -198,9 +198,10 @@ def _mean_bindings(name: str, recency: float) -> float:
     return total / count
 
 
-# About half the gain measured on these 240 programs (tensor +1.5, session +1.1, voice +0.5; the standard error of
-# a difference is about 0.14), so a change that weakens the preference fails and noise does not.
-MIN_GAIN = {"tensor": 0.75, "session": 0.5, "voice": 0.2}
+# About half the gain measured on these 240 programs (tensor +1.5, session +0.3, voice +0.5; the standard error of
+# a difference is about 0.14), so a change that weakens the preference fails and noise does not. Session's gain
+# fell from +1.1 when its fuzzer stopped reading data back and picking from lists of one (fewer values to bind).
+MIN_GAIN = {"tensor": 0.75, "session": 0.15, "voice": 0.2}
 
 
 @pytest.mark.parametrize("name", sorted(MIN_GAIN))
