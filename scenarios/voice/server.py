@@ -151,3 +151,18 @@ def serve(port: int | None = None, host: str = "127.0.0.1", seed: int = 0) -> No
         server.run("stdio")
     else:
         server.run("streamable-http", host=host, port=port)
+
+
+def tool_specs() -> list:
+    """The six tools exactly as this server lists them to an MCP client (names, descriptions, JSON schemas): the
+    definition `--mode tools` gives a chat model, so both ways in see the same tools."""
+    import anyio
+
+    from scenarios.calling import ToolSpec
+
+    async def listed():
+        return await build_server(VoiceLab()).list_tools()
+
+    return [ToolSpec(t.name, t.description or "", t.input_schema,
+                     ("speech_id",) if "speech_id" in t.input_schema.get("properties", {}) else ())
+            for t in anyio.run(listed)]
