@@ -319,6 +319,8 @@ class Runner:
         if scenario not in self.worlds:
             self.worlds[scenario] = load_world(get_scenario(scenario))
         world = self.worlds[scenario]
+        if job.get("calls") is not None or job.get("trace"):
+            world.tools()  # built once in the worker (a world caches its tool table), not in every child
         case = dict(job["case"])
         case["assets"] = [dict(a, data=base64.b64decode(a["data"]), meta=json.loads(a["meta"]))
                           for a in case["assets"]]

@@ -13,7 +13,7 @@ Model aliases live in `ALIASES`; any other name is a model id for the backend gi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from scenarios.base import load_object
 
@@ -56,9 +56,17 @@ class Request:
     sample: int  # 0..n-1; backends derive a per-sample seed from it
     messages: list[dict]
     usage: Usage | None = field(default=None, repr=False)  # set by the backend before on_reply (see above)
+    # A turn of a conversation (`chat`): the tools offered (OpenAI's format), the test case it is about (tools
+    # mode: each test case is its own conversation), and the conversation, for whoever drives it.
+    tools: list[dict] | None = None
+    case: str | None = None
+    conversation: Any = field(default=None, repr=False, compare=False)
 
 
 OnReply = Callable[[Request, str], None]
+# A turn's reply: the assistant message {"role": "assistant", "content": str | None, "tool_calls": [{"id",
+# "type": "function", "function": {"name", "arguments": JSON text}}]} (no "tool_calls" when it called nothing).
+OnMessage = Callable[[Request, dict], None]
 
 
 class Backend:
@@ -76,6 +84,12 @@ class Backend:
     def generate(self, requests: list[Request], sampling: Sampling, on_reply: OnReply) -> None:
         """Call `on_reply` once per request (any order). Raise `BackendError` for failures a user must fix."""
         raise NotImplementedError
+
+    def chat(self, requests: list[Request], sampling: Sampling, on_message: OnMessage) -> None:
+        """One turn of each conversation, with `request.tools` offered: call `on_message` once per request with
+        the assistant message (`--mode tools` and `--mode explore`)."""
+        raise BackendError(f"the {self.name} backend does not call tools; --mode tools and --mode explore need "
+                           "the openai, vllm or reference backend")
 
 
 class BackendError(RuntimeError):
