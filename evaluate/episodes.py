@@ -409,3 +409,15 @@ def conversation_usage(conversations: list[Conversation]) -> dict[tuple[str, int
             prompt, completion, by = sums.get(key, (0, 0, u.counted_by))
             sums[key] = (prompt + u.prompt_tokens, completion + u.completion_tokens, by)
     return {key: None if key in unknown else Usage(*value) for key, value in sums.items()}
+
+
+def score_reported(task: TaskRecord, case, reported: dict) -> tuple[str, str]:
+    """Status and message for an episode an outside agent ran on a served world (the voice MCP server's
+    `voice://result`: the submitted RESULT and the lab's side effects), judged like any test case."""
+    from evaluate.scoring import judge_case
+    from evaluate.statuses import OK, RESULT_ERROR
+
+    if not reported.get("submitted"):
+        return RESULT_ERROR, "no result was submitted (submit_result was not called)"
+    outcome = Outcome(None, OK, result=reported.get("result"), state=reported.get("state"))
+    return judge_case(get_scenario(task.scenario), case, outcome)
