@@ -231,6 +231,6 @@ def operations(spec: dict | None = None) -> list[Operation]:
             description = (f"{method.upper()} {path}: {op['summary']}. {op.get('description', '')}".strip()
                            + ' Answers {"status": HTTP status code, "body": the JSON answer or null}.')
             tool = ToolSpec(name, description, {"type": "object", "properties": props, "required": required},
-                            ("body",))
+                            ("body",) if body else ())
             out.append(Operation(name, method, path, tuple(path_params), tuple(query_params), bool(body), tool))
     return out

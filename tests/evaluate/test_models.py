@@ -406,3 +406,42 @@ def test_smollm2_end_to_end_build_prompt_generate_sandbox_score(small_dataset, t
     assert statuses <= {"pass", "syntax_error", "execution_error", "result_error", "timeout", "no_code"}
     lines = (tmp_path / "smollm2" / "local" / "generations.jsonl").read_text().splitlines()
     assert len(lines) == 2 and all(json.loads(x)["reply"] is not None for x in lines)
+
+
+def test_vllm_chat_sends_the_tools_to_the_template_and_reads_tool_calls_back(monkeypatch, small_tasks):
+    import torch
+
+    from evaluate.episodes import RUN_CODE_SPEC
+
+    calls = []
+
+    class FakeLLM:
+        def __init__(self, **kwargs):
+            pass
+
+        def chat(self, messages, params, use_tqdm=True, tools=None):
+            calls.append(tools)
+            text = '<tool_call>\n{"name": "run_code", "arguments": {"code": "print(1)"}}\n</tool_call>'
+            out = types.SimpleNamespace(text=text, token_ids=[7] * 3)
+            return [types.SimpleNamespace(outputs=[out], prompt_token_ids=[1] * 5) for _ in messages]
+
+    fake = types.ModuleType("vllm")
+    fake.LLM = FakeLLM
+    fake.SamplingParams = lambda **kw: kw
+    monkeypatch.setitem(sys.modules, "vllm", fake)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    tools = [RUN_CODE_SPEC.to_openai()]
+    requests = [Request(t.task_id, 0, build_messages(t), tools=tools) for t in small_tasks[:2]]
+    got = []
+    get_backend("qwen").chat(requests, Sampling(), lambda r, m: got.append(m))
+    assert calls == [tools]  # one batched call for the requests sharing these tools
+    assert [m["tool_calls"][0]["function"] for m in got] == [{"name": "run_code",
+                                                               "arguments": '{"code": "print(1)"}'}] * 2
+    assert all(m["content"] is None for m in got) and requests[0].usage == Usage(5, 3, "tokenizer")
+
+
+def test_a_backend_without_tool_calling_says_which_do(small_tasks):
+    from evaluate.models.hf_local import HFBackend
+
+    with pytest.raises(BackendError, match="openai, vllm or reference"):
+        HFBackend.__new__(HFBackend).chat([], Sampling(), lambda r, m: None)
