@@ -15,17 +15,8 @@ import socket
 import urllib.request
 from urllib.parse import urlsplit
 
-from evaluate.models import (
-    COUNTED_BY_API,
-    Backend,
-    BackendError,
-    OnMessage,
-    OnReply,
-    Request,
-    Sampling,
-    Usage,
-    missing_extra,
-)
+from evaluate.models import COUNTED_BY_API, Backend, BackendError, OnMessage, OnReply
+from evaluate.models import Request, Sampling, Usage, missing_extra
 from evaluate.retry import backoff_s
 
 DEFAULT_CONCURRENCY = 32

@@ -11,17 +11,8 @@ import json
 import re
 import sys
 
-from evaluate.models import (
-    COUNTED_BY_TOKENIZER,
-    Backend,
-    BackendError,
-    OnMessage,
-    OnReply,
-    Request,
-    Sampling,
-    Usage,
-    missing_extra,
-)
+from evaluate.models import COUNTED_BY_TOKENIZER, Backend, BackendError, OnMessage, OnReply
+from evaluate.models import Request, Sampling, Usage, missing_extra
 
 # Hermes-style tool calls, as Qwen2.5's and most open models' chat templates ask for them:
 # <tool_call>{"name": ..., "arguments": {...}}</tool_call>

@@ -11,8 +11,11 @@ It binds 127.0.0.1 on a free port and never touches the network beyond loopback.
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import threading
 import time
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
@@ -106,3 +109,16 @@ class ScriptedServer:
     def count(self) -> int:
         with self._lock:
             return len(self.requests)
+
+
+def kill_after_lines(proc: subprocess.Popen, path: Path, lines: int, timeout_s: float = 120) -> int:
+    """SIGKILL `proc` once `path` (a generation cache) holds `lines` lines, or after `timeout_s`; the lines it
+    holds then."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if path.is_file() and len(path.read_text().splitlines()) >= lines:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    return len(path.read_text().splitlines())

@@ -4,7 +4,6 @@ against the maintainers' worlds, refused when a turn was edited, and never ranke
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 

@@ -6,11 +6,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
-import time
 import types
 from pathlib import Path
 
@@ -20,7 +18,7 @@ from evaluate.models import ALIASES, BackendError, Request, Sampling, UnknownMod
 from evaluate.models.hf_local import locate
 from evaluate.models.openai_api import OpenAIBackend
 from evaluate.prompts import build_messages
-from tests.evaluate.scripted_server import ScriptedServer
+from tests.evaluate.scripted_server import ScriptedServer, kill_after_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 FENCED = "```python\nRESULT = []\n```"
@@ -208,15 +206,7 @@ def test_a_killed_run_resumes_and_loses_at_most_its_in_flight_requests(small_dat
     cache = tmp_path / "scripted" / "local" / "generations.jsonl"
     with ScriptedServer(reply, delay_s=0.3) as server:
         args += ["--base-url", server.base_url]
-        proc = _evaluate(args)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if cache.is_file() and len(cache.read_text().splitlines()) >= 3:
-                break
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        done = len(cache.read_text().splitlines())
+        done = kill_after_lines(_evaluate(args), cache, 3, timeout_s=60)
         assert 3 <= done < n_tasks
         sent_before = server.count()
 

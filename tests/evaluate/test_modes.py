@@ -7,10 +7,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +17,7 @@ from evaluate.episodes import EXPLORE, TOOLS, snippet_report
 from evaluate.run import EvalConfig, run, trace_references
 from evaluate.sandbox import Sandbox
 from evaluate.statuses import NO_CODE, PASS, RESULT_ERROR
-from tests.evaluate.scripted_server import ScriptedServer
+from tests.evaluate.scripted_server import ScriptedServer, kill_after_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -213,15 +211,7 @@ def test_a_killed_tools_run_resumes_without_asking_again_for_a_turn_it_had(small
     cache = tmp_path / "scripted" / "local" / "generations.jsonl"
     with ScriptedServer(reply, delay_s=0.2) as server:
         args += ["--base-url", server.base_url]
-        first = _evaluate(args)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if cache.is_file() and len(cache.read_text().splitlines()) >= 6:
-                break
-            time.sleep(0.05)
-        first.send_signal(signal.SIGKILL)
-        first.wait()
-        done = len(cache.read_text().splitlines())
+        done = kill_after_lines(_evaluate(args), cache, 6)
         sent_before = server.count()
         second = _evaluate(args)
         out, _ = second.communicate(timeout=300)
