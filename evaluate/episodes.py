@@ -92,14 +92,17 @@ class Conversation:
     ended: str = ""  # why it ended; empty while it goes on
 
     @property
+    def case_name(self) -> str | None:
+        return None if self.case is None else self.task.test_cases[self.case].name
+
+    @property
     def label(self) -> str:
-        case = "" if self.case is None else f"/{self.task.test_cases[self.case].name}"
+        case = "" if self.case is None else f"/{self.case_name}"
         return f"{self.task.task_id}{case}#{self.sample}"
 
     def transcript(self) -> dict:
         """What conversations.jsonl keeps: every message, tool call and result, and each turn's cache key."""
-        case = None if self.case is None else self.task.test_cases[self.case].name
-        return {"task_id": self.task.task_id, "sample": self.sample, "case": case, "turns": self.turns,
+        return {"task_id": self.task.task_id, "sample": self.sample, "case": self.case_name, "turns": self.turns,
                 "ended": self.ended, "keys": self.keys, "messages": self.messages,
                 "episode": {"calls": self.calls, "submit": self.submit} if self.case is not None else None}
 
@@ -114,8 +117,7 @@ def tool_specs(scenario: str, mode: str) -> tuple[ToolSpec, ...]:
 
 def turn_key(c: Conversation, tools: list[dict], sampling: Sampling, model: str) -> str:
     """The cache key of the conversation's next turn: the messages so far, the tools, the test case, the sample."""
-    case = None if c.case is None else c.task.test_cases[c.case].name
-    return prompt_key(c.messages, sampling, model, c.sample, extra={"tools": tools, "case": case})
+    return prompt_key(c.messages, sampling, model, c.sample, extra={"tools": tools, "case": c.case_name})
 
 
 def parse_reply(raw: str) -> dict:
@@ -190,7 +192,7 @@ class Driver:
                                 "content": messages[-1]["content"] + EXPLORE_NOTE.format(turns=self.max_turns)}
                 c.messages = messages
             return
-        outcomes = self._episodes([(c, []) for c in conversations], submit=False)
+        outcomes = self._episodes([(c, []) for c in conversations])
         for c, o in zip(conversations, outcomes):
             if o.status in (SETUP_ERROR, CRASH, TIMEOUT) or "setup" not in o.extra:
                 c.ended = f"the world could not be set up: {o.status}: {o.error}"
@@ -218,8 +220,7 @@ class Driver:
                 self.resumed += 1
             else:
                 todo.append(Request(c.task.task_id, c.sample, list(c.messages), tools=tools,
-                                    case=None if c.case is None else c.task.test_cases[c.case].name))
-                todo[-1].conversation = c
+                                    case=c.case_name, conversation=c))
         if todo:
             if self.backend is None:
                 raise BackendError(f"{todo[0].conversation.label}: turn {todo[0].conversation.turns + 1} is not "
@@ -285,12 +286,11 @@ class Driver:
 
     # ---- tools mode
 
-    def _episodes(self, items: list[tuple[Conversation, list[dict]]], submit: list | bool) -> list[Outcome]:
-        jobs = []
-        for i, (c, calls) in enumerate(items):
-            items_submit = submit[i] if isinstance(submit, list) else None
-            jobs.append(Job(i, c.task.scenario, "", c.task.test_cases[c.case], calls=calls,
-                            submit=items_submit))
+    def _episodes(self, items: list[tuple[Conversation, list[dict]]], submits: list | None = None) -> list[Outcome]:
+        """Each conversation's calls (and submission, if any) replayed on its test case's world, in one batch."""
+        submits = submits or [None] * len(items)
+        jobs = [Job(i, c.task.scenario, "", c.task.test_cases[c.case], calls=calls, submit=submit)
+                for i, ((c, calls), submit) in enumerate(zip(items, submits))]
         return self.sandbox.run_untrusted(jobs)
 
     def _run_tools(self, pending: list) -> None:
