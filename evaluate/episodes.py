@@ -209,7 +209,7 @@ class Driver:
 
     def _ask(self, active: list[Conversation]) -> dict[int, dict]:
         """Each conversation's next assistant message: from the cache where it holds the turn, else the backend."""
-        replies, todo = {}, []
+        replies, todo, of = {}, [], {}  # of: request -> its conversation (a request never carries the task)
         for c in active:
             tools = self._tools(c)
             key = turn_key(c, tools, self.sampling, self.model)
@@ -219,18 +219,19 @@ class Driver:
                 c.usage.append(self.cache.usage.get(key))
                 self.resumed += 1
             else:
-                todo.append(Request(c.task.task_id, c.sample, list(c.messages), tools=tools,
-                                    case=c.case_name, conversation=c))
+                todo.append(Request(c.task.task_id, c.sample, list(c.messages), tools=tools, case=c.case_name))
+                of[id(todo[-1])] = c
         if todo:
             if self.backend is None:
-                raise BackendError(f"{todo[0].conversation.label}: turn {todo[0].conversation.turns + 1} is not "
-                                   "in the recorded generations (the conversation went another way)")
+                first = of[id(todo[0])]
+                raise BackendError(f"{first.label}: turn {first.turns + 1} is not in the recorded generations (the "
+                                   "conversation went another way)")
             if not self.prepared:
                 self.backend.prepare()
                 self.prepared = True
 
             def on_reply(r: Request, message: dict) -> None:
-                c = r.conversation
+                c = of[id(r)]
                 message = {"role": "assistant", "content": message.get("content"),
                            **({"tool_calls": message["tool_calls"]} if message.get("tool_calls") else {})}
                 self.cache.add(c.keys[-1], c.task.task_id, c.sample, json.dumps(message), r.usage)

@@ -13,7 +13,7 @@ Model aliases live in `ALIASES`; any other name is a model id for the backend gi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 from scenarios.base import load_object
 
@@ -56,11 +56,10 @@ class Request:
     sample: int  # 0..n-1; backends derive a per-sample seed from it
     messages: list[dict]
     usage: Usage | None = field(default=None, repr=False)  # set by the backend before on_reply (see above)
-    # A turn of a conversation (`chat`): the tools offered (OpenAI's format), the test case it is about (tools
-    # mode: each test case is its own conversation), and the conversation, for whoever drives it.
+    # A turn of a conversation (`chat`): the tools offered (OpenAI's format) and the test case it is about (tools
+    # mode: each test case is its own conversation). Never the task itself: a backend sees what a model sees.
     tools: list[dict] | None = None
     case: str | None = None
-    conversation: Any = field(default=None, repr=False, compare=False)
 
 
 OnReply = Callable[[Request, str], None]

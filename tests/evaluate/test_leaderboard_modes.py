@@ -1,5 +1,6 @@
-"""Tools- and explore-mode submissions: packaged with their recorded conversations, validated by replaying them
-against the maintainers' worlds, refused when a turn was edited, and never ranked with another mode."""
+"""Tools- and explore-mode submissions: the reference's runs in each mode (100%), packaged with their recorded
+conversations, validated by replaying them against the maintainers' worlds, refused when a turn was edited, and
+never ranked with another mode."""
 
 from __future__ import annotations
 
@@ -21,8 +22,11 @@ def submissions(small_dataset, tmp_path_factory):
     subs = {}
     with Sandbox(2) as sandbox:
         for mode in (CODE, TOOLS, EXPLORE):
-            run(EvalConfig(model="reference", dataset=str(small_dataset), revision="v1.0.0", out=str(out),
-                           mode=mode, workers=2))
+            report = run(EvalConfig(model="reference", dataset=str(small_dataset), revision="v1.0.0",
+                                    out=str(out), mode=mode, workers=2))
+            # the reference scores 100% in every mode, in two turns or more where it converses
+            assert report["summary"]["overall"]["pass@1"] == 1.0, report["samples"]
+            assert report["mode"] == mode and all(row.get("turns", 2) >= 2 for row in report["samples"])
             subs[mode] = submit(out / "reference" / "v1.0.0", f"Reference {mode}", weights="open", root=root,
                                 mode=mode, dataset=str(small_dataset))
             report = validate(subs[mode], str(small_dataset), sandbox=sandbox)

@@ -48,7 +48,7 @@ def test_alias_table_names_the_documented_models():
 def test_the_reference_backend_replays_the_references_it_was_built_with_and_requests_carry_no_task(small_tasks):
     import dataclasses
 
-    assert [f.name for f in dataclasses.fields(Request)] == ["task_id", "sample", "messages", "usage"]
+    assert [f.name for f in dataclasses.fields(Request)] == ["task_id", "sample", "messages", "usage", "tools", "case"]
     references = {t.task_id: t.reference_program for t in small_tasks[:2]}
     backend = get_backend("reference", references=references)
     requests = [Request(t.task_id, 0, build_messages(t)) for t in small_tasks[:2]]

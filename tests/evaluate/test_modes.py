@@ -146,15 +146,6 @@ def test_a_model_that_answers_at_once_with_nothing_scores_zero_in_both_modes(sma
             assert report["turns"]["max"] == 1
 
 
-def test_the_reference_scores_100_percent_in_tools_and_explore_modes(small_dataset, tmp_path):
-    for mode in (TOOLS, EXPLORE):
-        report = run(EvalConfig(model="reference", dataset=str(small_dataset), out=str(tmp_path), mode=mode,
-                                workers=2))
-        assert report["summary"]["overall"]["pass@1"] == 1.0, report["samples"]
-        assert report["mode"] == mode
-        assert all(row["turns"] >= 2 for row in report["samples"])
-
-
 def test_explore_runs_snippets_on_a_scratch_world_never_a_test_case(small_dataset, small_tasks, tmp_path):
     task = small_tasks[0]
     outputs = []
