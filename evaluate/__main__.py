@@ -8,6 +8,8 @@ Examples:
   python -m evaluate --model smollm2                                   # offline GGUF on the CPU (slow)
   python -m evaluate --samples answers.jsonl                           # {"task_id": ..., "code": ...} per line
   python -m evaluate --model gpt-4.1-nano --price-in 0.10 --price-out 0.40   # and what the run cost, in USD
+  python -m evaluate --model gpt-4.1-nano --mode tools                 # call the APIs as tools, per test case
+  python -m evaluate --model gpt-4.1-nano --mode explore --max-turns 5 # try code on a scratch world first
   python -m evaluate.report results/*/*/results.json                   # compare runs side by side
 
 Generations are cached in <out>/<model>/<revision>/generations.jsonl; running the same command again resumes.
@@ -19,6 +21,7 @@ import argparse
 import sys
 
 from evaluate.arguments import INTERRUPTED, Parser, at_least_one, positive_seconds, price
+from evaluate.episodes import MODES
 from evaluate.models import ALIASES, BACKENDS, Sampling
 from evaluate.run import EvalConfig
 from evaluate.prompts import VARIANTS
@@ -63,6 +66,17 @@ def parse_args(argv: list[str] | None = None) -> EvalConfig:
                         "to by what they are), steps (numbered steps dictating every call, parameter and name; "
                         "the easy tier, results_steps.json) or vague (the intent and every value without API or "
                         "parameter names; results_vague.json). Every variant states the same facts")
+    m = p.add_argument_group(
+        "evaluation mode", "code (default): the model writes one program from the documentation, blind. tools: "
+        "each test case is a conversation in which the model calls the APIs as tools (JSON schemas; tensors and "
+        "speeches are handles) and sees each result, then calls submit_result; its calls and submission are "
+        "scored like a program's RESULT and final state. explore: the model may run code snippets in a scratch "
+        "world with other stored data before it answers with a program, scored as in code mode. tools and "
+        "explore need the openai, vllm or reference backend; results_tools.json / results_explore.json.")
+    m.add_argument("--mode", choices=MODES, default=d.mode, help="code, tools or explore (default code)")
+    m.add_argument("--max-turns", type=at_least_one, default=d.max_turns,
+                   help=f"model turns per conversation (tools), or code runs before the answer (explore); default "
+                        f"{d.max_turns}")
     t.add_argument("--limit", type=at_least_one, default=None, help="score only the first N tasks")
     t.add_argument("--since", default=None, metavar="YYYY-MM-DD",
                    help="score only tasks created after this date (e.g. a model's training cut-off; fresh splits)")
@@ -81,6 +95,8 @@ def parse_args(argv: list[str] | None = None) -> EvalConfig:
     a = p.parse_args(argv)
     if not a.model and not a.samples:
         p.error("pass --model (an alias such as 'reference', or a model id with --backend) or --samples FILE")
+    if a.samples and a.mode != "code":
+        p.error(f"--samples scores programs (the code mode); --mode {a.mode} needs a model that converses (--model)")
     if (a.price_in is None) != (a.price_out is None):
         p.error("--price-in and --price-out go together: give both (0 for a side that is free)")
     scenarios = [x.strip() for x in a.scenario.split(",")] if a.scenario else None
@@ -92,7 +108,7 @@ def parse_args(argv: list[str] | None = None) -> EvalConfig:
         model=a.model, backend=a.backend, dataset=a.dataset, revision=a.revision, scenarios=scenarios,
         n_samples=a.n_samples, samples=a.samples, out=a.out, limit=a.limit, since=a.since, workers=a.workers,
         timeout_s=a.timeout_s, sampling=sampling, backend_options=options, plot=a.plot, variant=a.variant,
-        price=None if a.price_in is None else Price(a.price_in, a.price_out),
+        price=None if a.price_in is None else Price(a.price_in, a.price_out), mode=a.mode, max_turns=a.max_turns,
     )
 
 
@@ -112,6 +128,10 @@ def main(argv: list[str] | None = None) -> int:
         return INTERRUPTED
     print(format_table(report["summary"]))
     print(format_usage(report["usage"]))
+    if "turns" in report:
+        t = report["turns"]
+        print(f"mode {report['mode']}: {t['conversations']} conversations, {t['mean']:.1f} model turns on average, "
+              f"at most {t['max']} (limit {report['max_turns']})")
     print(f"wrote {report['path']}")
     print(f"kept this run as {report['run_path']}")
     for fig in report.get("figures", []):

@@ -277,6 +277,13 @@ def sample_lines(path: str | Path):
         yield n, task_id, code
 
 
-def results_name(variant: str) -> str:
-    """What `python -m evaluate` calls a run's report for an instruction variant (natural: results.json)."""
-    return "results.json" if variant == "natural" else f"results_{variant}.json"
+def results_name(variant: str, mode: str = "code") -> str:
+    """What `python -m evaluate` calls a run's report for an instruction variant and evaluation mode (natural
+    instructions in the default code mode: results.json; else results_vague.json, results_tools.json,
+    results_steps_explore.json, ...)."""
+    return f"results{run_suffix(variant, mode)}.json"
+
+
+def run_suffix(variant: str, mode: str = "code") -> str:
+    """What tells apart the files of runs with another variant or mode in one run folder ('' for the default)."""
+    return ("" if variant == "natural" else f"_{variant}") + ("" if mode == "code" else f"_{mode}")

@@ -1,7 +1,7 @@
 """python -m evaluate.report: several runs side by side, as a Markdown table (and, with --plot, a figure).
 
 Scores are only comparable on the same tasks asked the same way, so the runs must share the dataset's content hash,
-the instruction variant and the difficulty tier; any difference is refused in one line unless --force is given
+the instruction variant, the evaluation mode and the difficulty tier; any difference is refused in one line unless --force is given
 (the table then shows the columns that differ, and nothing is ranked).
 """
 
@@ -35,6 +35,7 @@ written before a column existed shows '-' there.
 MUST_MATCH = (
     ("dataset content hash", lambda r: (r.get("dataset") or {}).get("content_hash")),
     ("variant", lambda r: r.get("variant")),
+    ("mode", lambda r: r.get("mode", "code")),  # code, tools or explore (a report from before modes: code)
     ("difficulty tier", lambda r: ((r.get("dataset") or {}).get("difficulty") or {}).get("tier")),
 )
 
@@ -75,8 +76,8 @@ def mismatch(runs: list[Run]) -> str | None:
         values = [read(r.data) for r in runs]
         if len(set(map(str, values))) > 1:
             each = ", ".join(f"{r.path}: {v}" for r, v in zip(runs, values))
-            return (f"the runs differ in {name} ({each}); scores of different datasets, variants or tiers are never "
-                    "ranked together (pass --force to show them side by side anyway)")
+            return (f"the runs differ in {name} ({each}); scores of different datasets, variants, modes or tiers are "
+                    "never ranked together (pass --force to show them side by side anyway)")
     return None
 
 
@@ -130,10 +131,11 @@ def render_markdown(runs: list[Run], forced: bool = False) -> str:
     first = runs[0].data
     tier = ((first.get("dataset") or {}).get("difficulty") or {}).get("tier")
     if forced and mismatch(runs):
-        intro = ("Runs on different datasets, variants or tiers (--force): shown side by side, not comparable.")
+        intro = ("Runs on different datasets, variants, modes or tiers (--force): shown side by side, not "
+                 "comparable.")
     else:
         intro = (f"Dataset {(first.get('dataset') or {}).get('content_hash') or '?'}, variant "
-                 f"{first.get('variant') or '?'}, tier {tier or '?'}.")
+                 f"{first.get('variant') or '?'}, mode {first.get('mode', 'code')}, tier {tier or '?'}.")
     numeric = {"n", "tasks", "tokens", "cost"} | {h for h in head if "@" in h}
     lines = [f"# StateEval: {len(runs)} runs compared", "", intro, "",
              "| " + " | ".join(head) + " |",
@@ -175,7 +177,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             "Compare several runs of python -m evaluate side by side: a Markdown table on stdout (model, variant, "
             "dataset hash, pass@1, success@1, pass@k for the k every run reports, tokens, cost, pass@1 per "
             "scenario) and, with --plot, a grouped bar figure of pass@1 per scenario. Runs on different dataset "
-            "content, instruction variants or difficulty tiers are refused: their scores are not comparable."
+            "content, instruction variants, evaluation modes or difficulty tiers are refused: their scores are not "
+            "comparable."
         ),
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -186,7 +189,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="also write DIR/pass_at_1_by_run.png (needs matplotlib: pip install 'stateeval[plot]')")
     p.add_argument("--out", metavar="FILE", default=None, help="also write the Markdown table to FILE")
     p.add_argument("--force", action="store_true",
-                   help="show runs on different dataset hashes, variants or tiers side by side (never ranked)")
+                   help="show runs on different dataset hashes, variants, modes or tiers side by side (never ranked)")
     return p.parse_args(argv)
 
 

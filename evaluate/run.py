@@ -11,15 +11,16 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from evaluate.data import DatasetError, TaskRecord, created_after, load_tasks, results_name, sample_lines
-from evaluate.models import Request, Sampling, Usage, get_backend, resolve
+from evaluate.data import DatasetError, TaskRecord, created_after, load_tasks, results_name, run_suffix, sample_lines
+from evaluate.episodes import CODE, DEFAULT_MAX_TURNS, TOOLS, Driver, answers, conversation_usage, turns_used
+from evaluate.models import BackendError, Request, Sampling, Usage, get_backend, resolve
 from evaluate.models.cache import GenerationCache, prompt_key
 from evaluate.models.tokens import estimate, prompt_tokens
 from evaluate.names import slug
 from evaluate.progress import progress
 from evaluate.provenance import library_versions
 from evaluate.prompts import build_messages, extract_code
-from evaluate.sandbox import Limits, Sandbox
+from evaluate.sandbox import Job, Limits, Sandbox
 from evaluate.scoring import every_k, run_containment, score, summarize
 from evaluate.statuses import STATUSES
 from evaluate.usage import Price, sample_tokens, summarize_usage
@@ -44,6 +45,8 @@ class EvalConfig:
     since: str | None = None  # YYYY-MM-DD: score only tasks created after it (a fresh split's window)
     variant: str = "natural"  # which instruction the model is shown: natural, steps or vague
     price: Price | None = None  # USD per million prompt / completion tokens: the run's cost is reported
+    mode: str = CODE  # code (one program, blind), tools (native tool calls), explore (try code, then answer)
+    max_turns: int = DEFAULT_MAX_TURNS  # model turns per conversation (tools; explore: code runs before the answer)
 
     @property
     def model_name(self) -> str:
@@ -106,6 +109,44 @@ def generate(config: EvalConfig, tasks: list[TaskRecord]) -> tuple[dict[str, lis
     return dict(replies), usage
 
 
+def trace_references(tasks: list[TaskRecord], sandbox: Sandbox) -> dict[tuple[str, str], dict]:
+    """(task id, test case name) -> the reference's API calls on that test case as tool calls, and its RESULT as
+    submit_result's items: what `--model reference` replays in tools mode."""
+    jobs = [Job((t.task_id, case.name), t.scenario, t.reference_program, case, trace=True)
+            for t in tasks for case in t.test_cases]
+    scripts = {}
+    for o in sandbox.run_untrusted(jobs, desc="trace references"):
+        if o.status != "ok":
+            raise BackendError(f"the reference of {o.key[0]} failed on its {o.key[1]} test case while being traced "
+                               f"into tool calls ({o.status}: {o.error}); rebuild the dataset")
+        scripts[o.key] = {"calls": o.extra["calls"], "submit": o.extra["submit"]}
+    return scripts
+
+
+def converse(config: EvalConfig, tasks: list[TaskRecord], sandbox: Sandbox):
+    """Answers, usage and turns of a tools or explore run: its conversations, each turn from the cache where it
+    holds it, else from the backend. Every conversation is written to conversations_<mode>.jsonl."""
+    options = dict(config.backend_options)
+    if resolve(config.model, config.backend)[1] == "reference":
+        options.update(references={t.task_id: t.reference_program for t in tasks}, max_turns=config.max_turns)
+        if config.mode == TOOLS:
+            options["scripts"] = trace_references(tasks, sandbox)
+    backend = get_backend(config.model, config.backend, **options)
+    cache = GenerationCache(run_dir(config) / "generations.jsonl")
+    driver = Driver(config.mode, backend, cache, config.sampling, config.model, sandbox, config.max_turns,
+                    config.variant)
+    try:
+        conversations = driver.run(tasks, config.n_samples)
+    finally:
+        cache.close()
+    if driver.resumed:
+        print(f"resumed: {driver.resumed} turn(s) taken from {cache.path} without asking the model")
+    path = run_dir(config) / f"conversations{run_suffix(config.variant, config.mode)}.jsonl"
+    path.write_text("".join(json.dumps(c.transcript(), ensure_ascii=False) + "\n" for c in conversations))
+    return (answers(tasks, conversations, config.mode, config.n_samples), conversation_usage(conversations),
+            turns_used(conversations))
+
+
 def samples_usage(config: EvalConfig, tasks: list[TaskRecord], codes: dict[str, list[str | None]]) -> dict:
     """cl100k_base estimates for pre-written code: the prompt this variant would show, and the code."""
     usage = {}
@@ -133,17 +174,20 @@ def run(config: EvalConfig) -> dict:
         tasks = created_after(tasks, config.since)
     if config.limit is not None:
         tasks = tasks[: config.limit]
-    replies = None
+    replies, turns = None, {}
     if config.samples:
         codes = read_samples(config.samples, {t.task_id for t in tasks})
         backend = "samples"
         usage = samples_usage(config, tasks, codes)
     else:
-        replies, usage = generate(config, tasks)
-        codes = {tid: [extract_code(x) for x in rs] for tid, rs in replies.items()}
+        if config.mode == CODE:
+            replies, usage = generate(config, tasks)
+            codes = {tid: [extract_code(x) for x in rs] for tid, rs in replies.items()}
         backend = resolve(config.model, config.backend)[1]
 
     with Sandbox(config.workers, Limits(timeout_s=config.timeout_s)) as sandbox:
+        if config.mode != CODE and not config.samples:
+            codes, usage, turns = converse(config, tasks, sandbox)
         results = score(tasks, codes, sandbox)
     n = min((len(v) for v in codes.values()), default=1)
     summary = summarize(results, every_k(n))
@@ -169,6 +213,10 @@ def run(config: EvalConfig) -> dict:
             "scenarios": sorted({t.scenario for t in tasks}),
         },
         "variant": config.variant,
+        # how the model was evaluated: code (one program), tools (tool calls per test case) or explore; scores of
+        # different modes are never ranked together
+        "mode": config.mode,
+        "max_turns": None if config.mode == CODE else config.max_turns,
         "sampling": {"n_samples": n, **asdict(config.sampling)},
         # timeout_s: what re-scoring a submission of this run uses; containment: how its programs were contained
         "sandbox": {"timeout_s": config.timeout_s, "containment": containment},
@@ -177,16 +225,37 @@ def run(config: EvalConfig) -> dict:
         "summary": summary,
         # tokens and cost: outside `summary`, which holds only what re-scoring the code reproduces
         "usage": usage_block,
-        "samples": [r.to_dict(containment) for r in results],
+        "samples": [_with_turns(r.to_dict(containment), turns.get((r.task_id, r.sample))) for r in results],
     }
+    if turns:
+        report["turns"] = turns_summary(turns)
     out = run_dir(config)
-    kept, latest = write_report(out, report, results_name(config.variant))
+    kept, latest = write_report(out, report, results_name(config.variant, config.mode))
     report["path"], report["run_path"] = str(latest), str(kept)
     if config.plot:
         from evaluate.plots import plot_report
 
         report["figures"] = [str(p) for p in plot_report(report, out)]
     return report
+
+
+def _with_turns(row: dict, turns: list[int] | None) -> dict:
+    """A sample's row with the model turns it used: in all, and per test case in tools mode (one conversation
+    each)."""
+    if turns is None:
+        return row
+    row["turns"] = sum(turns)
+    if len(turns) == len(row.get("cases", [])) and len(turns) > 1:
+        for case, n in zip(row["cases"], turns):
+            case["turns"] = n
+    return row
+
+
+def turns_summary(turns: dict[tuple[str, int], list[int]]) -> dict:
+    """Model turns per conversation over the run: how many conversations, their mean, the most, and the total."""
+    every = [n for ns in turns.values() for n in ns]
+    return {"conversations": len(every), "mean": sum(every) / len(every) if every else 0.0,
+            "max": max(every, default=0), "total": sum(every)}
 
 
 def _difficulty(build: dict) -> dict:
@@ -205,6 +274,8 @@ RUNS_DIR = "runs"
 def settings_hash(report: dict) -> str:
     """A short hash of what decides a run's scores (model, dataset and its selection, variant, sampling, limits)."""
     settings = {k: report.get(k) for k in SETTINGS}
+    if report.get("mode", CODE) != CODE:  # (a code run's hash stays what it was before modes existed)
+        settings.update(mode=report["mode"], max_turns=report.get("max_turns"))
     if isinstance(settings["sandbox"], dict):  # how the sandbox contained the programs is an outcome, not a setting
         settings["sandbox"] = {"timeout_s": settings["sandbox"].get("timeout_s")}
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:8]

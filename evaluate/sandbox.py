@@ -68,6 +68,11 @@ class Job:
     code: str
     case: TestCase | dict  # a task's TestCase, or just a setup: {"setup_code": str, "assets": [...]}
     batch: list[str] | None = None
+    # A tool-calling episode instead of a program (`--mode tools`, `scenarios.calling`): the calls
+    # ({"name", "arguments"}) applied in order, and submit_result's items (None: nothing submitted yet).
+    calls: list[dict] | None = None
+    submit: list | None = None
+    trace: bool = False  # `code` is a trusted reference whose API calls come back as tool calls
 
 
 @dataclass
@@ -124,6 +129,10 @@ class _Worker:
         }
         if job.batch is not None:
             payload["batch"] = list(job.batch)
+        if job.calls is not None:
+            payload.update(calls=job.calls, submit=job.submit)
+        if job.trace:
+            payload["trace"] = True
         try:
             self.proc.stdin.write((json.dumps(payload) + "\n").encode())
             self.proc.stdin.flush()
@@ -141,7 +150,7 @@ class _Worker:
             reply = json.loads(line)
             if not isinstance(reply, dict) or reply.get("status") not in REPLY_STATUSES:
                 raise ValueError(f"status {reply.get('status') if isinstance(reply, dict) else reply!r}")
-            extra = {k: reply[k] for k in ("containment", "leftovers") if k in reply}
+            extra = {k: reply[k] for k in ("containment", "leftovers", "setup", "calls", "submit") if k in reply}
             batch = None
             if job.batch is not None:
                 batch = [_outcome(job.key, r, {}) for r in reply.get("batch", [])][:len(job.batch)]

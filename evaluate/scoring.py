@@ -81,15 +81,24 @@ def judge_case(scenario, case: TestCase, outcome) -> tuple[str, str]:
     return (PASS, "") if reason is None else (RESULT_ERROR, reason)
 
 
-def score(tasks: list[TaskRecord], codes: dict[str, list[str | None]], sandbox: Sandbox) -> list[SampleResult]:
-    """`codes[task_id]` holds one extracted program per sample (None: no code)."""
+def answer_job(key, scenario: str, answer: str | list[dict], case: TestCase, c: int) -> Job:
+    """A program (a str) runs on every test case; a tool-calling answer (`--mode tools`) holds one episode per
+    test case, {"calls", "submit"}, which is replayed on that test case's world."""
+    if isinstance(answer, str):
+        return Job(key, scenario, answer, case)
+    return Job(key, scenario, "", case, calls=answer[c]["calls"], submit=answer[c]["submit"])
+
+
+def score(tasks: list[TaskRecord], codes: dict[str, list], sandbox: Sandbox) -> list[SampleResult]:
+    """`codes[task_id]` holds one answer per sample: an extracted program, or a list of episodes (tools mode; see
+    `answer_job`), or None (no code, no tool call)."""
     jobs = []
     for t in tasks:
         for s, code in enumerate(codes.get(t.task_id, [])):
             if code is None:
                 continue
             for c, case in enumerate(t.test_cases):
-                jobs.append(Job((t.task_id, s, c), t.scenario, code, case))
+                jobs.append(answer_job((t.task_id, s, c), t.scenario, code, case, c))
     outcomes = {o.key: o for o in sandbox.run_untrusted(jobs, desc="score")}
 
     results = []

@@ -81,7 +81,11 @@ from evaluate.statuses import (
 )
 from scenarios import get_scenario, load_world
 from scenarios.base import canonical_json
+from scenarios.calling import Tracer, run_calls, setup_handles, submitted
 
+# What a child's report may hold: a program's outcome, and a tool-calling episode's summaries (setup values, each
+# call's result or error) or a traced reference's calls and submitted items.
+REPORT_KEYS = ("status", "result", "recorded", "error", "traceback", "setup", "calls", "submit")
 RESULT_CAP = 64 * 1024 * 1024  # bytes of serialised RESULT a child may send back
 TOO_LARGE = f"RESULT is larger than {RESULT_CAP // MB} MB"
 
@@ -95,15 +99,24 @@ def _error_text(exc: BaseException) -> tuple[str, str]:
     return message[:2000], tb[-4000:]
 
 
-def execute(world, code: str, case: dict) -> dict:
-    """Run setup + program inside the child; return a plain report."""
+def _setup(world, case: dict) -> tuple[dict, set[str], dict | None]:
+    """The namespace after the setup block, the names it had before, and a setup error report (or None)."""
     ns = {"__name__": "__main__", "__builtins__": builtins}
     ns.update(world.namespace(case))
+    before = set(ns)
     try:
         exec(compile(case["setup_code"], "<setup>", "exec"), ns)
-    except BaseException as exc:  # a broken setup block is the dataset's fault, not the program's
+    except BaseException as exc:  # a broken setup block is the dataset's fault, not the model's
         message, tb = _error_text(exc)
-        return {"status": SETUP_ERROR, "error": message, "traceback": tb}
+        return ns, before, {"status": SETUP_ERROR, "error": message, "traceback": tb}
+    return ns, before, None
+
+
+def execute(world, code: str, case: dict) -> dict:
+    """Run setup + program inside the child; return a plain report."""
+    ns, _, failed = _setup(world, case)
+    if failed:
+        return failed
     try:
         program = compile(code, "<solution>", "exec")
     except (SyntaxError, ValueError) as exc:
@@ -128,6 +141,53 @@ def execute(world, code: str, case: dict) -> dict:
     except Exception as exc:  # noqa: BLE001 - a program that breaks the world's record fails on it
         return {"status": RESULT_ERROR, "error": f"the side effects cannot be read: {exc}"}
     return {"status": OK, "result": result, "recorded": recorded}
+
+
+def execute_calls(world, job: dict, case: dict) -> dict:
+    """A tool-calling episode on one test case (`scenarios.calling`): the setup block, then each of the job's calls
+    in order, each result bound to a handle; with `submit` (submit_result's items), RESULT and side effects as a
+    program's. The report carries a summary of the setup's values and of every call's result or error."""
+    tools = world.tools()
+    ns, before, failed = _setup(world, case)
+    if failed:
+        return failed
+    handles = setup_handles(ns, before, tools.hidden)
+    report = {"setup": {k: tools.describe(v) for k, v in handles.items()}}
+    report["calls"] = run_calls(tools, ns, handles, job["calls"])
+    if job.get("submit") is None:
+        return {"status": RESULT_ERROR, "error": "no result was submitted (submit_result was not called)", **report}
+    try:
+        result = world.canonical(submitted(job["submit"], handles))
+        canonical_json(result)
+    except Exception as exc:  # noqa: BLE001 - a submission naming nothing, or something that cannot be compared
+        return {"status": RESULT_ERROR, "error": f"submit_result: {type(exc).__name__}: {exc}"[:2000], **report}
+    return {"status": OK, "result": result, "recorded": world.recorded(ns), **report}
+
+
+def trace_program(world, code: str, case: dict) -> dict:
+    """Run a trusted program (a task's reference) with its API calls recorded as tool calls: what `--mode tools`
+    replays for `--model reference`. The report's `calls` and `submit` are that script for this test case."""
+    ns, before, failed = _setup(world, case)
+    if failed:
+        return failed
+    tracer = Tracer(setup_handles(ns, before, world.tools().hidden), world.plain)
+    world.trace(ns, tracer)
+    try:
+        exec(compile(code, "<reference>", "exec"), ns)
+        submit = tracer.result_items(ns["RESULT"])
+    except BaseException as exc:  # noqa: BLE001 - a reference that fails here is a broken task
+        message, tb = _error_text(exc)
+        return {"status": EXECUTION_ERROR, "error": message, "traceback": tb}
+    return {"status": OK, "result": None, "recorded": world.recorded(ns), "calls": tracer.calls, "submit": submit}
+
+
+def _run(world, job: dict, case: dict) -> dict:
+    """One job's report: a traced reference, a tool-calling episode, or a program."""
+    if job.get("trace"):
+        return trace_program(world, job["code"], case)
+    if job.get("calls") is not None:
+        return execute_calls(world, job, case)
+    return execute(world, job["code"], case)
 
 
 def _send(wfd: int, report: dict) -> None:
@@ -177,7 +237,7 @@ def _child(world, job: dict, case: dict, workdir: str, wfd: int, gfd: int | None
         apply_limits(job["limits"])
         os.environ.update(HOME=workdir, TMPDIR=workdir, USER="sandbox", LOGNAME="sandbox")
         if gfd is None:
-            _send(wfd, execute(world, job["code"], case))
+            _send(wfd, _run(world, job, case))
         else:
             for k, program in enumerate(job["batch"]):
                 if k and os.read(gfd, 1) != b"g":
@@ -259,6 +319,8 @@ class Runner:
         if scenario not in self.worlds:
             self.worlds[scenario] = load_world(get_scenario(scenario))
         world = self.worlds[scenario]
+        if job.get("calls") is not None or job.get("trace"):
+            world.tools()  # built once in the worker (a world caches its tool table), not in every child
         case = dict(job["case"])
         case["assets"] = [dict(a, data=base64.b64decode(a["data"]), meta=json.loads(a["meta"]))
                           for a in case["assets"]]
@@ -364,7 +426,7 @@ def _checked_report(data: bytes) -> dict:
             raise ValueError(report.get("status") if isinstance(report, dict) else type(report).__name__)
     except (ValueError, json.JSONDecodeError) as exc:
         return {"status": EXECUTION_ERROR, "error": f"the program tampered with its report ({str(exc)[:80]})"}
-    return {k: report[k] for k in ("status", "result", "recorded", "error", "traceback") if k in report}
+    return {k: report[k] for k in REPORT_KEYS if k in report}
 
 
 def _out_of_cpu(wait_status: int, cpu: float, cpu_s: float) -> bool:

@@ -235,6 +235,16 @@ class Scenario(ABC):
     def api_doc(self) -> str:
         """The documentation shown to the model."""
 
+    def tool_specs(self) -> list:
+        """The APIs as tools (`scenarios.calling.ToolSpec`), from the definition the documentation comes from;
+        `--mode tools` adds `submit_result`. Light: the harness calls it."""
+        raise NotImplementedError(f"the {self.name} scenario defines no tools")
+
+    def scratch_assets(self, assets: list[dict], rng: random.Random) -> list[dict]:
+        """The stored values of a scratch world for `--mode explore`: the same names and schema as `assets` (a test
+        case's), freshly drawn, so that a model may try code on data that is never a test case's."""
+        raise NotImplementedError(f"the {self.name} scenario has no scratch world")
+
     @abstractmethod
     def redraw(self, state: State, rng: random.Random) -> State:
         """The same setup block with freshly drawn values of the same schema: an extra test input.
@@ -332,6 +342,22 @@ class World(ABC):
 
     def close(self) -> None:
         pass
+
+    # Tool calling (`--mode tools`, see `scenarios.calling`): the child runs calls on the world one by one.
+
+    def tools(self):
+        """A `scenarios.calling.Tools`: the tools by name, how to call one on this world, how to summarise a value
+        for a model. None: this world is not served as tools."""
+        return None
+
+    def trace(self, namespace: dict, tracer) -> None:
+        """Make a trusted program's API calls in `namespace` report to `tracer` (a `scenarios.calling.Tracer`), so
+        that the reference program can be replayed as tool calls."""
+        raise NotImplementedError(f"{type(self).__name__} cannot trace programs into tool calls")
+
+    def plain(self, value: Any) -> Any:
+        """A traced argument that is not a handle, as the JSON a model would send for it."""
+        return self.canonical(value)
 
 
 # ------------------------------------------------------------------------------------------ canonical data

@@ -18,6 +18,7 @@ import argparse
 import sys
 
 from evaluate.arguments import Parser, at_least_one, positive_seconds
+from evaluate.episodes import MODES
 from evaluate.leaderboard.submission import DEFAULT_ROOT, VARIANTS, WEIGHTS
 
 
@@ -50,6 +51,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--force", action="store_true", help="replace an existing submission folder")
     s.add_argument("--variant", choices=VARIANTS, default="natural",
                    help="which instructions the run was scored on (evaluate's --variant; default natural)")
+    s.add_argument("--mode", choices=MODES, default="code",
+                   help="how the run was evaluated (evaluate's --mode; default code). A tools or explore run is "
+                        "packaged with its recorded conversations, which validation replays turn by turn")
 
     v = sub.add_parser("validate", help="re-score a submission in the sandbox and compare",
                        description="Check coverage and the dataset content hash, re-score the submitted "
@@ -88,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
 
             dest = submit(a.run_dir, a.name, org=a.org, params=a.params, weights=a.weights, link=a.link,
                           dataset_version=a.dataset_version, samples=a.samples, dataset=a.dataset, root=a.root,
-                          force=a.force, variant=a.variant)
+                          force=a.force, variant=a.variant, mode=a.mode)
             print(f"wrote {dest}")
             print(f"next: python -m evaluate.leaderboard validate {dest}")
             return 0

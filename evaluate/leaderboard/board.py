@@ -1,7 +1,8 @@
 """The board: from every validated submission, a static HTML page, a Markdown table and the data as JSON.
 
-Submissions are grouped by dataset version (and content hash): each group has its own chart, table and ranks,
-so results on different versions are never ranked together. The page is one self-contained file (inline CSS,
+Submissions are grouped by dataset version (and content hash) and evaluation mode (code, tools, explore): each
+group has its own chart, table and ranks, so results on different versions, or of different modes, are never
+ranked together. The page is one self-contained file (inline CSS,
 inline SVG, a few lines of inline JavaScript for sorting): no CDN, nothing fetched. Every text that comes from a
 submission is HTML-escaped, and a link is shown only when it is an http(s) URL.
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 from string import Template
 
 from cards import LEADERBOARD_PAGE, template
+from evaluate.episodes import CODE, MODES
 from evaluate.leaderboard.submission import (
     DEFAULT_ROOT,
     SUBMISSIONS,
@@ -55,6 +57,7 @@ class Entry:
     scenarios: dict[str, float | None]
     statuses: dict[str, int]
     rank: int = 0
+    mode: str = CODE  # how the model was evaluated (evaluate's --mode)
 
     @classmethod
     def from_submission(cls, sub) -> "Entry":
@@ -69,7 +72,7 @@ class Entry:
             version=sub.version, content_hash=sub.content_hash, tasks=int(summary["overall"]["tasks"]),
             n_samples=int(sub.results["sampling"].get("n_samples", 1)), pass1=summary["overall"].get("pass@1"),
             scenarios={s: b.get("pass@1") for s, b in summary["scenarios"].items()},
-            statuses={s: int(summary["overall"]["statuses"].get(s, 0)) for s in STATUSES},
+            statuses={s: int(summary["overall"]["statuses"].get(s, 0)) for s in STATUSES}, mode=sub.mode,
         )
 
 
@@ -78,6 +81,7 @@ class Group:
     version: str
     content_hash: str
     entries: list[Entry]
+    mode: str = CODE
 
     @property
     def scenarios(self) -> list[str]:
@@ -85,7 +89,13 @@ class Group:
 
     @property
     def anchor(self) -> str:
-        return "v-" + re.sub(r"[^A-Za-z0-9_-]+", "-", self.version) + "-" + self.content_hash[:8]
+        anchor = "v-" + re.sub(r"[^A-Za-z0-9_-]+", "-", self.version) + "-" + self.content_hash[:8]
+        return anchor if self.mode == CODE else f"{anchor}-{self.mode}"
+
+    @property
+    def title(self) -> str:
+        """The group's heading: the dataset version, and the mode unless it is the default code mode."""
+        return self.version if self.mode == CODE else f"{self.version}, {self.mode} mode"
 
 
 @dataclass
@@ -139,17 +149,18 @@ def collect(root: str | Path = DEFAULT_ROOT, dataset: str | None = None, revalid
             entries.append(Entry.from_submission(load_submission(folder)))
         except (SubmissionError, KeyError, TypeError, ValueError) as exc:
             skipped[folder.name] = f"unreadable: {exc}"
-    groups: dict[tuple[str, str], list[Entry]] = {}
+    groups: dict[tuple[str, str, str], list[Entry]] = {}
     for e in entries:
-        groups.setdefault((e.version, e.content_hash), []).append(e)
+        groups.setdefault((e.version, e.content_hash, e.mode), []).append(e)
     out = []
-    for (version, digest), members in sorted(groups.items(), key=lambda kv: (version_key(kv[0][0]), kv[0][1]),
-                                             reverse=True):
+    order = {mode: i for i, mode in enumerate(reversed(MODES))}  # code first within a version
+    for (version, digest, mode), members in sorted(
+            groups.items(), key=lambda kv: (version_key(kv[0][0]), kv[0][1], order.get(kv[0][2], -1)), reverse=True):
         members.sort(key=lambda e: (-(e.pass1 if e.pass1 is not None else -1), e.name.lower(), e.date))
         for i, e in enumerate(members):  # competition ranking: equal pass@1, equal rank
             prev = members[i - 1] if i else None
             e.rank = prev.rank if prev and prev.pass1 == e.pass1 else i + 1
-        out.append(Group(version, digest, members))
+        out.append(Group(version, digest, members, mode))
     return BuildReport(out, skipped)
 
 
@@ -275,9 +286,10 @@ def render_html(report: BuildReport, generated: str) -> str:
         tasks = max(e.tasks for e in g.entries)
         sections.append(
             f'<section class="version" id="{g.anchor}" data-version="{_e(g.version)}">'
-            f"<h2>Dataset {_e(g.version)}</h2>"
+            f"<h2>Dataset {_e(g.title)}</h2>"
             f'<p class="meta">{tasks} tasks ({_e(", ".join(g.scenarios))}), content hash '
-            f"<code>{_e(g.content_hash[:16])}</code>, {len(g.entries)} submission(s). Ranked within this version only."
+            f"<code>{_e(g.content_hash[:16])}</code>, {len(g.entries)} submission(s). Ranked within this version and "
+            f"mode only."
             f"</p><figure>{chart_svg(g)}<figcaption>pass@1 per scenario on dataset {_e(g.version)} (%)</figcaption>"
             f"</figure>{table_html(g)}</section>"
         )
@@ -298,8 +310,9 @@ def render_markdown(report: BuildReport) -> str:
         return "_No validated submission yet._\n"
     out = []
     for g in report.groups:
-        out.append(f"**StateEval {_md(g.version)}** (content hash `{g.content_hash[:12]}`, "
-                   f"{max(e.tasks for e in g.entries)} tasks): pass@1 in percent, ranked within this version only.\n")
+        out.append(f"**StateEval {_md(g.title)}** (content hash `{g.content_hash[:12]}`, "
+                   f"{max(e.tasks for e in g.entries)} tasks): pass@1 in percent, ranked within this version and "
+                   "mode only.\n")
         head = ["#", "model", "organisation", "params", "weights", "pass@1", *g.scenarios, "errors", "date"]
         out.append("| " + " | ".join(head) + " |")
         out.append("|" + "|".join("---:" if h in ("#", "pass@1", *g.scenarios) else "---" for h in head) + "|")
@@ -334,7 +347,7 @@ def build(out: str | Path, root: str | Path = DEFAULT_ROOT, dataset: str | None 
         out / "leaderboard.md": markdown,
         out / "leaderboard.json": json.dumps({
             "generated": generated,
-            "versions": [{"version": g.version, "content_hash": g.content_hash,
+            "versions": [{"version": g.version, "content_hash": g.content_hash, "mode": g.mode,
                           "entries": [e.__dict__ for e in g.entries]} for g in report.groups],
             "skipped": report.skipped,
         }, indent=2) + "\n",

@@ -10,8 +10,12 @@
                       earlier runs in the same folder are left behind). A run scored with `--samples FILE` has no
                       replies: its samples file is packaged instead, as `{"task_id", "sample", "code"}` lines;
                       validation then runs that code as it is, with no extraction step;
+                      A `--mode tools` or `--mode explore` run contributes every turn of its recorded conversations
+                      instead, `{"key", "task_id", "sample", "case", "turn", "reply"}` (the reply: the assistant
+                      message, tool calls included), which validation replays against the world;
 - `metadata.json`     what the board shows about the model (display name, organisation, parameter count, open or
-                      closed weights, link), the dataset version the run claims and the instruction variant;
+                      closed weights, link), the dataset version the run claims, the instruction variant and the
+                      evaluation mode;
 - `validation.json`   written by `validate` only when re-scoring agreed; it records the sha256 of the three files
                       above, so `build` ignores a submission edited after it was validated.
 """
@@ -24,7 +28,8 @@ import shutil
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from evaluate.data import DatasetError, TaskRecord, file_sha256, load_tasks, results_name, sample_lines
+from evaluate.data import DatasetError, TaskRecord, file_sha256, load_tasks, results_name, run_suffix, sample_lines
+from evaluate.episodes import CODE, MODES
 from evaluate.models import Sampling
 from evaluate.models.cache import GenerationCache, prompt_key
 from evaluate.names import slug
@@ -65,6 +70,10 @@ class Submission:
     @property
     def variant(self) -> str:
         return self.metadata.get("variant", "natural")
+
+    @property
+    def mode(self) -> str:
+        return self.metadata.get("mode", CODE)
 
 
 def file_digests(folder: Path) -> dict[str, str]:
@@ -205,15 +214,33 @@ def _samples_generations(samples: Path, results: dict) -> list[dict]:
     return rows
 
 
+def _conversation_generations(run_dir: Path, results: dict, mode: str) -> list[dict]:
+    """Every turn of the run's recorded conversations (conversations_<mode>.jsonl), in order."""
+    path = run_dir / f"conversations{run_suffix(results.get('variant', 'natural'), mode)}.jsonl"
+    if not path.is_file():
+        raise SubmissionError(f"{path} is missing: a --mode {mode} run records its conversations there; re-run "
+                              "python -m evaluate with the same arguments")
+    rows = []
+    for line in path.read_text().splitlines():
+        c = json.loads(line)
+        replies = [m for m in c["messages"] if m.get("role") == "assistant"]
+        for turn, (key, reply) in enumerate(zip(c["keys"], replies)):
+            rows.append({"key": key, "task_id": c["task_id"], "sample": c["sample"], "case": c["case"],
+                         "turn": turn, "reply": json.dumps(reply)})
+    return rows
+
+
 def submit(run_dir: str | Path, name: str, org: str | None = None, params: str | None = None,
            weights: str = "unknown", link: str | None = None, dataset_version: str | None = None,
            samples: str | Path | None = None, dataset: str | None = None, root: str | Path = DEFAULT_ROOT,
-           force: bool = False, variant: str = "natural") -> Path:
+           force: bool = False, variant: str = "natural", mode: str = CODE) -> Path:
     """Package a run as `<root>/submissions/<model>_<date>/`; returns that folder."""
     run_dir = Path(run_dir)
     if variant not in VARIANTS:
         raise SubmissionError(f"--variant must be one of {', '.join(VARIANTS)}")
-    report_path = run_dir / results_name(variant)
+    if mode not in MODES:
+        raise SubmissionError(f"--mode must be one of {', '.join(MODES)}")
+    report_path = run_dir / results_name(variant, mode)
     if not report_path.is_file():
         others = sorted(p.name for p in run_dir.glob("results*.json"))
         raise SubmissionError(f"{report_path} is missing" + (f"; the run folder has {', '.join(others)} (pick it "
@@ -221,6 +248,8 @@ def submit(run_dir: str | Path, name: str, org: str | None = None, params: str |
     results = read_results(report_path)
     if results.get("variant", "natural") != variant:
         raise SubmissionError(f"{report_path} was scored with --variant {results.get('variant')}, not {variant}")
+    if results.get("mode", CODE) != mode:
+        raise SubmissionError(f"{report_path} was scored with --mode {results.get('mode', CODE)}, not {mode}")
     ds = results["dataset"]
     revision = ds.get("revision")
     if dataset_version and revision and dataset_version != revision:
@@ -260,6 +289,8 @@ def submit(run_dir: str | Path, name: str, org: str | None = None, params: str |
                               "run does not (--limit, --scenario or --since?): " + " | ".join(details))
     if is_samples:
         rows = _samples_generations(Path(samples), results)
+    elif mode != CODE:
+        rows = _conversation_generations(run_dir, results, mode)
     else:
         rows = _run_generations(run_dir, results, tasks)
 
@@ -281,8 +312,10 @@ def submit(run_dir: str | Path, name: str, org: str | None = None, params: str |
         "link": link,
         "model": results["model"],
         "backend": results.get("backend"),
-        "generations": "code" if is_samples else "replies",
+        "generations": "code" if is_samples else "turns" if mode != CODE else "replies",
         "variant": variant,
+        "mode": mode,
+        "max_turns": results.get("max_turns"),
         "evaluation_date": date,
         "dataset": {"version": version, "content_hash": ds.get("content_hash"), "tasks": ds.get("tasks"),
                     "scenarios": ds.get("scenarios")},

@@ -11,6 +11,9 @@ says nothing:
 5. re-scoring: the code is extracted from each reply (or taken as it is, for a `--samples` submission), run in
    the sandbox, and every sample's status and test-case statuses, and every number of the summary, must equal
    what results.json says. Error texts and timings are not compared: they name paths and vary by machine.
+   A `--mode tools` or `--mode explore` submission is re-scored by replaying its recorded conversations: each
+   turn's key is recomputed from what this sandbox's world answered, so a turn is only used where the model saw
+   exactly what it sees here, and the calls (or the final program) are scored as the run scored them.
 
 A sample that timed out on one machine may not on another; validation re-runs with the run's time limit when
 results.json records one (`sandbox.timeout_s`), else the default, and reports such a sample like any other.
@@ -38,7 +41,9 @@ from evaluate.leaderboard.submission import (
     file_digests,
     load_submission,
     read_generations,
+    run_sampling,
 )
+from evaluate.episodes import CODE, DEFAULT_MAX_TURNS
 from evaluate.prompts import extract_code
 
 STAMP_FORMAT = 1
@@ -136,6 +141,9 @@ def _validate(sub: Submission, dataset: str, sandbox, timeout_s, workers, report
                                f"revision {rds['revision']!r}")
     if meta.get("model") != results["model"] or meta.get("sampling") != results["sampling"]:
         report.problems.append(f"{METADATA} and {RESULTS} disagree on the model or the sampling parameters")
+    if sub.mode != results.get("mode", CODE):
+        report.problems.append(f"{METADATA} names the {sub.mode!r} mode, {RESULTS} was scored in "
+                               f"{results.get('mode', CODE)!r}")
     if sub.variant != results.get("variant", "natural"):
         report.problems.append(f"{METADATA} names the {sub.variant!r} instructions, {RESULTS} was scored on "
                                f"{results.get('variant', 'natural')!r}")
@@ -163,6 +171,13 @@ def _validate(sub: Submission, dataset: str, sandbox, timeout_s, workers, report
     report.problems += problems
     report.tasks.update(per_task)
     generations = read_generations(sub.path / GENERATIONS)
+    if sub.mode != CODE:
+        if report.problems or report.tasks:
+            report.problems.append("re-scoring skipped until the submission covers exactly the dataset's tasks")
+            return
+        _rescore(sub, tasks, lambda sandbox: _replay(sub, tasks, generations, sandbox, report), sandbox, timeout_s,
+                 workers, report)
+        return
     scored = {(r["task_id"], r["sample"]) for r in results["samples"]}
     given: dict[tuple[str, int], dict] = {}
     for row in generations:
@@ -200,15 +215,48 @@ def _validate(sub: Submission, dataset: str, sandbox, timeout_s, workers, report
     if report.tasks:
         return
 
-    from evaluate.sandbox import Limits, Sandbox
-    from evaluate.scoring import score, summarize
+    from evaluate.scoring import score
 
+    _rescore(sub, tasks, lambda sandbox: score(tasks, codes, sandbox), sandbox, timeout_s, workers, report)
+
+
+def _replay(sub: Submission, tasks, generations: list[dict], sandbox, report: Report):
+    """A tools or explore submission's scores: its conversations run again with the submitted turns as the only
+    replies, every tool call and snippet executed in this sandbox, then scored. A conversation that asks for a turn
+    the submission lacks (the world answered otherwise than the run's, or turns are missing) is a problem."""
+    import types
+
+    from evaluate.episodes import Driver, answers
+    from evaluate.models import BackendError
+    from evaluate.scoring import score
+
+    results = sub.results
+    n = int(results["sampling"].get("n_samples", 1))
+    turns = types.SimpleNamespace(replies={r.get("key"): r.get("reply") for r in generations}, usage={})
+    driver = Driver(sub.mode, None, turns, run_sampling(results), results["model"], sandbox,
+                    int(results.get("max_turns") or DEFAULT_MAX_TURNS), results.get("variant", "natural"))
+    try:
+        conversations = driver.run(tasks, n)
+    except BackendError as exc:
+        report.problems.append(f"the recorded conversations do not replay: {exc}")
+        return None
+    return score(tasks, answers(tasks, conversations, sub.mode, n), sandbox)
+
+
+def _rescore(sub: Submission, tasks, rescore, sandbox, timeout_s, workers, report: Report) -> None:
+    """Re-score with `rescore(sandbox)` (None: it found a problem) and compare every sample and the summary."""
+    from evaluate.sandbox import Limits, Sandbox
+    from evaluate.scoring import summarize
+
+    results = sub.results
     if sandbox is None:
         limit = timeout_s or (results.get("sandbox") or {}).get("timeout_s") or Limits().timeout_s
         with Sandbox(workers, Limits(timeout_s=float(limit))) as own:
-            rescored = score(tasks, codes, own)
+            rescored = rescore(own)
     else:
-        rescored = score(tasks, codes, sandbox)
+        rescored = rescore(sandbox)
+    if rescored is None:
+        return
     report.rescored = len(rescored)
 
     submitted = {(r["task_id"], r["sample"]): r for r in results["samples"]}
@@ -251,6 +299,7 @@ def _stamp(sub: Submission, report: Report) -> dict:
         "stateeval": stateeval_version(),
         "dataset": {"version": sub.version, "content_hash": sub.content_hash},
         "variant": sub.variant,
+        "mode": sub.mode,
         "rescored_samples": report.rescored,
         "files": file_digests(sub.path),
     }

@@ -56,9 +56,16 @@ class Request:
     sample: int  # 0..n-1; backends derive a per-sample seed from it
     messages: list[dict]
     usage: Usage | None = field(default=None, repr=False)  # set by the backend before on_reply (see above)
+    # A turn of a conversation (`chat`): the tools offered (OpenAI's format) and the test case it is about (tools
+    # mode: each test case is its own conversation). Never the task itself: a backend sees what a model sees.
+    tools: list[dict] | None = None
+    case: str | None = None
 
 
 OnReply = Callable[[Request, str], None]
+# A turn's reply: the assistant message {"role": "assistant", "content": str | None, "tool_calls": [{"id",
+# "type": "function", "function": {"name", "arguments": JSON text}}]} (no "tool_calls" when it called nothing).
+OnMessage = Callable[[Request, dict], None]
 
 
 class Backend:
@@ -76,6 +83,12 @@ class Backend:
     def generate(self, requests: list[Request], sampling: Sampling, on_reply: OnReply) -> None:
         """Call `on_reply` once per request (any order). Raise `BackendError` for failures a user must fix."""
         raise NotImplementedError
+
+    def chat(self, requests: list[Request], sampling: Sampling, on_message: OnMessage) -> None:
+        """One turn of each conversation, with `request.tools` offered: call `on_message` once per request with
+        the assistant message (`--mode tools` and `--mode explore`)."""
+        raise BackendError(f"the {self.name} backend does not call tools; --mode tools and --mode explore need "
+                           "the openai, vllm or reference backend")
 
 
 class BackendError(RuntimeError):

@@ -11,9 +11,11 @@ from pathlib import Path
 from evaluate.models import Sampling, Usage
 
 
-def prompt_key(messages: list[dict], sampling: Sampling, model: str, sample: int) -> str:
-    """What a cached reply is valid for: the exact prompt, the sampling parameters, the model and the sample."""
-    data = json.dumps([messages, asdict(sampling), model, sample], sort_keys=True)
+def prompt_key(messages: list[dict], sampling: Sampling, model: str, sample: int, extra: dict | None = None) -> str:
+    """What a cached reply is valid for: the exact prompt, the sampling parameters, the model and the sample
+    (`extra`: what else the model was given, e.g. a conversation's tools and test case)."""
+    parts = [messages, asdict(sampling), model, sample] + ([extra] if extra is not None else [])
+    data = json.dumps(parts, sort_keys=True)
     return hashlib.sha256(data.encode()).hexdigest()[:24]
 
 

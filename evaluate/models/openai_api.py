@@ -15,7 +15,8 @@ import socket
 import urllib.request
 from urllib.parse import urlsplit
 
-from evaluate.models import COUNTED_BY_API, Backend, BackendError, OnReply, Request, Sampling, Usage, missing_extra
+from evaluate.models import COUNTED_BY_API, Backend, BackendError, OnMessage, OnReply
+from evaluate.models import Request, Sampling, Usage, missing_extra
 from evaluate.retry import backoff_s
 
 DEFAULT_CONCURRENCY = 32
@@ -66,16 +67,21 @@ class OpenAIBackend(Backend):
 
     def generate(self, requests: list[Request], sampling: Sampling, on_reply: OnReply) -> None:
         self.prepare()
-        asyncio.run(self._run(self._loaded, requests, sampling, on_reply))
+        asyncio.run(self._run(self._loaded, requests, sampling, on_reply, _content))
 
-    async def _run(self, openai, requests, sampling, on_reply) -> None:
+    def chat(self, requests: list[Request], sampling: Sampling, on_message: OnMessage) -> None:
+        """One turn of each conversation, with its tools (the chat API's `tools`; parallel calls allowed)."""
+        self.prepare()
+        asyncio.run(self._run(self._loaded, requests, sampling, on_message, _assistant_message))
+
+    async def _run(self, openai, requests, sampling, on_reply, read) -> None:
         client = openai.AsyncOpenAI(api_key=self.api_key, base_url=self.base_url, max_retries=0,
                                     timeout=self.timeout_s)
         gate = asyncio.Semaphore(self.concurrency)
 
         async def one(r: Request) -> None:
             async with gate:
-                reply = await self._complete(openai, client, r, sampling)
+                reply = read(await self._complete(openai, client, r, sampling))
             on_reply(r, reply)
 
         try:
@@ -89,14 +95,17 @@ class OpenAIBackend(Backend):
         finally:
             await client.close()
 
-    async def _complete(self, openai, client, r: Request, sampling: Sampling) -> str:
+    async def _complete(self, openai, client, r: Request, sampling: Sampling):
+        """The endpoint's answer to one request (its usage set on the request), with the retries described above."""
         kwargs = dict(model=self.model, messages=r.messages, temperature=sampling.temperature,
                       top_p=sampling.top_p, max_tokens=sampling.max_new_tokens, seed=sampling.seed + r.sample)
+        if r.tools:
+            kwargs["tools"] = r.tools
         for attempt in range(1, self.max_attempts + 1):
             try:
                 response = await client.chat.completions.create(**kwargs)
                 r.usage = api_usage(response)
-                return response.choices[0].message.content or ""
+                return response
             except (openai.RateLimitError, openai.InternalServerError, openai.APIConnectionError) as exc:
                 retryable = exc
             except openai.APIStatusError as exc:
@@ -111,6 +120,21 @@ class OpenAIBackend(Backend):
                 raise BackendError(f"{r.task_id}: giving up after {attempt} attempts: {retryable}") from retryable
             await asyncio.sleep(max(backoff_s(attempt, self.backoff_s), _retry_after(retryable)))
         raise AssertionError("unreachable")
+
+
+def _content(response) -> str:
+    return response.choices[0].message.content or ""
+
+
+def _assistant_message(response) -> dict:
+    """The reply as a plain assistant message: its text and its tool calls (arguments as the model wrote them)."""
+    message = response.choices[0].message
+    out = {"role": "assistant", "content": message.content}
+    calls = [{"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
+             for c in message.tool_calls or [] if getattr(c, "function", None) is not None]
+    if calls:
+        out["tool_calls"] = calls
+    return out
 
 
 def api_usage(response) -> Usage | None:

@@ -9,7 +9,12 @@ file, and a test fails when the two differ.
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
+
+from scenarios.calling import ToolSpec
 
 DOC_PATH = Path(__file__).with_name("api_doc.md")
 DEFAULT_DESCRIPTION = "Successful Response"  # what FastAPI calls an endpoint's own success response
@@ -163,3 +168,69 @@ def render_api_doc(spec: dict | None = None) -> str:
             lines += _operation(method, path, op, spec, shared)
     lines.append(USAGE)
     return "\n".join(lines).rstrip() + "\n"
+
+
+# ------------------------------------------------------------------------------------ the same API as tools
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One endpoint of the OpenAPI document as a tool: its path and query parameters, and a JSON body as `body`."""
+
+    tool: str
+    method: str
+    path: str
+    path_params: tuple[str, ...]
+    query_params: tuple[str, ...]
+    has_body: bool
+    spec: ToolSpec
+
+    def url(self, arguments: dict) -> str:
+        path = self.path
+        for name in self.path_params:
+            path = path.replace("{" + name + "}", quote(str(arguments[name]), safe=""))
+        return path
+
+    def pattern(self) -> re.Pattern:
+        regex = re.escape(self.path)
+        for name in self.path_params:
+            regex = regex.replace(re.escape("{" + name + "}"), f"(?P<{name}>[^/]+)")
+        return re.compile(regex)
+
+
+def _tool_name(operation_id: str, method: str, path: str) -> str:
+    """FastAPI's operationId is the function's name + the path with non-word characters as `_` + the method."""
+    suffix = re.sub(r"\W", "_", path) + "_" + method
+    return operation_id[: -len(suffix)] if operation_id.endswith(suffix) else operation_id
+
+
+def operations(spec: dict | None = None) -> list[Operation]:
+    """Every endpoint of `spec` (default: the app's own OpenAPI document) as a tool that answers
+    {"status": the HTTP status code, "body": the JSON answer (None when empty)}."""
+    if spec is None:
+        from scenarios.session.app import create_app
+
+        spec = create_app(":memory:").openapi()
+    out = []
+    for path, ops in spec["paths"].items():
+        for method, op in ops.items():
+            props, required, path_params, query_params = {}, [], [], []
+            for p in op.get("parameters", []):
+                schema = dict(_resolve(p.get("schema", {}), spec))
+                schema = {k: v for k, v in schema.items() if k in ("type", "enum")}
+                props[p["name"]] = {**schema, "description": p.get("description", "")}
+                (path_params if p["in"] == "path" else query_params).append(p["name"])
+                if p.get("required"):
+                    required.append(p["name"])
+            body = op.get("requestBody")
+            if body:
+                schema = body["content"]["application/json"]["schema"]
+                props["body"] = {"type": "object", "description": f"the JSON body: {schema.get('description', '')}"}
+                required.append("body")
+            name = _tool_name(op.get("operationId", ""), method, path)
+            description = (f"{method.upper()} {path}: {op['summary']}. {op.get('description', '')}".strip()
+                           + ' Answers {"status": HTTP status code, "body": the JSON answer or null}.')
+            tool = ToolSpec(name, description, {"type": "object", "properties": props, "required": required},
+                            ("body",) if body else ())
+            out.append(Operation(name, method, path, tuple(path_params), tuple(query_params), bool(body), tool))
+    return out

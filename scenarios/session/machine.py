@@ -868,3 +868,20 @@ class SessionScenario(Scenario):
 
     def api_doc(self):
         return Path(__file__).with_name("api_doc.md").read_text()
+
+    def tool_specs(self):
+        from scenarios.session.doc import operations
+
+        return [op.spec for op in operations()]
+
+    def scratch_assets(self, assets, rng):
+        """The stored sessions with new people, titles, descriptions and ids, in the same collections (sources and
+        types kept, so the setup block's sources reach sessions there too)."""
+        renamed = _Renaming(rng, State())
+        out = []
+        for a in assets:
+            stored = json.loads(bytes(a["data"]))
+            for record in stored:
+                record.update(id=f"{rng.getrandbits(96):024x}", data=renamed.data(record["data"]))
+            out.append({**a, "data": canonical_json(stored).encode()})
+        return out

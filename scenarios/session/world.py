@@ -28,10 +28,14 @@ import os
 import shutil
 import tempfile
 
-import requests  # noqa: F401 - imported once here so that every forked child finds it loaded
+from urllib.parse import urlsplit
+
+import requests  # imported once here so that every forked child finds it loaded
 
 from scenarios.base import World
+from scenarios.calling import Tools, Tracer
 from scenarios.session import store
+from scenarios.session.doc import operations
 from scenarios.session.server import ServiceProcess
 
 ASSET_KIND = "sessions"
@@ -87,9 +91,64 @@ class SessionWorld(World):
     def snapshot(self, recorded):
         return store.snapshot(self._conn)
 
+    # ---- tool calling (`--mode tools`): each endpoint of the OpenAPI document is a tool
+
+    def _operations(self) -> dict:
+        if not hasattr(self, "_ops"):
+            self._ops = {op.tool: op for op in operations()}
+        return self._ops
+
+    def tools(self) -> Tools:
+        return Tools({name: op.spec for name, op in self._operations().items()}, self._call, self.canonical,
+                     frozenset({"BASE_URL"}))
+
+    def _call(self, namespace: dict, name: str, arguments: dict):
+        op = self._operations()[name]
+        missing = [p for p in op.path_params if p not in arguments]
+        if missing:
+            raise ValueError(f"missing path parameter(s) {', '.join(missing)}")
+        query = {p: arguments[p] for p in op.query_params if p in arguments}
+        body = arguments.get("body") if op.has_body else None
+        response = requests.request(op.method, namespace["service_url"]() + op.url(arguments), params=query or None,
+                                    json=body, timeout=SETTLE_TIMEOUT_S * 5)
+        return {"status": response.status_code, "body": _json_or_text(response)}
+
+    def trace(self, namespace: dict, tracer: Tracer) -> None:
+        """The reference's `requests` calls, matched to the endpoint their URL and method name."""
+        ops = sorted(self._operations().values(), key=lambda op: len(op.path_params))  # `/query` before `/{id}`
+        for method in ("get", "post", "put", "delete"):
+            original = getattr(requests, method)
+
+            def traced(url, params=None, json=None, _method=method, _original=original, **kwargs):
+                response = _original(url, params=params, json=json, **kwargs)
+                path = urlsplit(url).path
+                for op in ops:
+                    m = op.pattern().fullmatch(path)
+                    if op.method == _method and m:
+                        args = {**m.groupdict(), **(params or {})}
+                        if op.has_body:
+                            args["body"] = json
+                        tracer.record(op.spec, args, {"status": response.status_code,
+                                                      "body": _json_or_text(response)})
+                        break
+                else:
+                    raise ValueError(f"{_method.upper()} {path} is no endpoint of the service")
+                return response
+
+            setattr(requests, method, traced)
+
     def close(self) -> None:
         # At once, not gracefully: the database goes next, and a service kept busy by the last program would make
         # the worker outlast the harness's patience when it stops (then it is killed before it cleans up).
         self.service.kill()
         self._conn.close()
         shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def _json_or_text(response):
+    if not response.content:
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        return response.text

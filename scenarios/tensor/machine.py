@@ -9,6 +9,7 @@ data stays far below 100 KB.
 from __future__ import annotations
 
 import itertools
+import json
 import random
 from pathlib import Path
 
@@ -425,6 +426,14 @@ class TensorScenario(Scenario):
 
     def api_doc(self):
         return (Path(__file__).with_name("api_doc.md")).read_text()
+
+    def tool_specs(self):
+        from scenarios.tensor.doc import tool_specs
+
+        return tool_specs()
+
+    def scratch_assets(self, assets, rng):
+        return [_random_asset(a["name"], tuple(json.loads(a["meta"])["shape"]), rng).to_record() for a in assets]
 
     def leaf_compare(self, expected, actual, path):
         if "__tensor__" not in expected:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import sys
+from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,15 +25,24 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--port", type=int, default=None, help="serve streamable HTTP on this port instead of stdio")
     s.add_argument("--host", default="127.0.0.1", help="address to bind with --port (default: 127.0.0.1)")
     s.add_argument("--seed", type=int, default=0, help="seed of the preloaded user speech (default: 0)")
+    s.add_argument("--recording", default=None, metavar="FILE.json",
+                   help="preload this recorded speech instead: a JSON list of [speaker, words] segments, e.g. a "
+                        "task's stored user_speech, so that an agent can do that task over MCP")
     args = p.parse_args(argv)
 
     if importlib.util.find_spec("mcp") is None:
         print("the voice MCP server needs the `mcp` package; run: pip install mcp", file=sys.stderr)
         return 1
+    recording = None
+    if args.recording:
+        try:
+            recording = json.loads(Path(args.recording).read_text())
+        except (OSError, ValueError) as exc:
+            p.error(f"--recording {args.recording}: {exc} (give a JSON list of [speaker, words] segments)")
     from scenarios.voice.server import serve
 
     try:
-        serve(args.port, args.host, args.seed)
+        serve(args.port, args.host, args.seed, recording)
     except KeyboardInterrupt:
         pass
     return 0

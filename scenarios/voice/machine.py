@@ -529,6 +529,16 @@ class VoiceScenario(Scenario):
     def api_doc(self):
         return Path(__file__).with_name("api_doc.md").read_text()
 
+    def tool_specs(self):
+        from scenarios.voice.server import tool_specs
+
+        return tool_specs()
+
+    def scratch_assets(self, assets, rng):
+        """Another recorded conversation under the same name."""
+        return [{**a, "data": json.dumps(user_conversation(rng)).encode()} if a["kind"] == "speech" else a
+                for a in assets]
+
     def leaf_compare(self, expected, actual, path):
         tag = _tag(expected)
         if tag is None:

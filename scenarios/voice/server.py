@@ -3,7 +3,10 @@
 The tools are thin adapters: they take ids where the Python functions take records, call the lab's methods (the
 one implementation), and return the records as JSON objects. An error a tool documents (an unknown voice name,
 an empty text, a malformed number) reaches the client as a tool error with the documented message. Two
-resources expose the lab's state, so a client can watch what its calls changed.
+resources expose the lab's state, so a client can watch what its calls changed. As in `--mode tools`, the k-th
+tool call's result is the handle r<k> (a `speech_id` argument may name one), and `submit_result` takes the task's
+RESULT; `voice://result` holds it with the lab's side effects, so any MCP-speaking agent can be scored on a task
+(`evaluate.episodes.score_reported`).
 
 Imported only by `python -m scenarios.voice serve` and its tests; the builder and the sandbox never need `mcp`.
 """
@@ -24,6 +27,7 @@ from scenarios.voice.tools import (
     DEFAULT_STABILITY,
     DEFAULT_STYLE,
     DEFAULT_VOICE,
+    TOOL_NAMES,
     VoiceLab,
     user_conversation,
 )
@@ -35,7 +39,9 @@ INSTRUCTIONS = f"""\
 A speech lab with a fixed library of ten voices (one per category and gender). Speeches are records addressed by
 speech_id; a recorded user speech is preloaded as {RECORDING_ID!r}. text_to_speech, speech_to_speech and
 isolate_audio each produce a new speech; speech_to_text returns a transcript; make_outbound_call places a call
-that plays a speech. Read voice://speeches and voice://calls to see the lab's state."""
+that plays a speech. Read voice://speeches and voice://calls to see the lab's state. The k-th tool call's result is
+the handle r<k>; submit_result takes handles (or speech ids, or literal values) as the task's RESULT, and
+voice://result holds what a scorer compares."""
 
 
 class VoiceRecord(TypedDict):
@@ -80,22 +86,40 @@ def _description(method) -> str:
     return re.sub(r"speech: the (.*?) \(or its speech_id\)\.", r"speech_id: the speech_id of the \1.", doc)
 
 
-def build_server(lab: VoiceLab | None = None, seed: int = 0):
-    """An MCPServer whose six tools act on `lab` (by default a lab preloaded with the seed's user speech)."""
+def build_server(lab: VoiceLab | None = None, seed: int = 0, recording: list | None = None):
+    """An MCPServer whose six tools act on `lab` (by default a lab preloaded with a user speech: `recording`, a
+    list of (speaker, words) segments such as a task's stored speech, else the seed's)."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ToolAnnotations
 
+    from scenarios.calling import SUBMIT_SPEC, UnknownHandle, resolve, submitted
+    from scenarios.voice.world import VoiceWorld
+
     if lab is None:
         lab = VoiceLab()
-        lab.add_recording(user_conversation(random.Random(seed)), RECORDING_ID)
+        lab.add_recording(recording or user_conversation(random.Random(seed)), RECORDING_ID)
     server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+    # Handles, as in `--mode tools`: the preloaded recording by its id, the k-th tool call's result as r<k>.
+    handles: dict[str, Any] = {sid: speech for sid, speech in lab.speeches.items()}
+    made = [0]  # tool calls so far
+    answer: dict[str, Any] = {}
 
     def run(fn, *args, **kwargs):
+        made[0] += 1
         try:
-            return fn(*args, **kwargs)
+            value = fn(*args, **kwargs)
         except (ValueError, TypeError) as exc:  # the documented errors: the client reads their message
             raise ToolError(str(exc)) from exc
+        handles[f"r{made[0]}"] = value
+        return value
+
+    def speech(ref: str):
+        """A speech_id, or a handle naming a speech (r3, r5.speech)."""
+        try:
+            return resolve(ref, handles)
+        except (UnknownHandle, LookupError, AttributeError):
+            return ref
 
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                                 open_world_hint=False)
@@ -115,21 +139,37 @@ def build_server(lab: VoiceLab | None = None, seed: int = 0):
 
     @server.tool(description=_description(lab.speech_to_speech), annotations=creates)
     def speech_to_speech(speech_id: SpeechId, voice_name: VoiceName = DEFAULT_VOICE) -> SpeechRecord:
-        return run(lab.speech_to_speech, speech_id, voice_name).to_dict()
+        return run(lab.speech_to_speech, speech(speech_id), voice_name).to_dict()
 
     @server.tool(description=_description(lab.speech_to_text), annotations=read_only)
     def speech_to_text(speech_id: SpeechId, diarize: bool = False) -> str:
-        return run(lab.speech_to_text, speech_id, diarize)
+        return run(lab.speech_to_text, speech(speech_id), diarize)
 
     @server.tool(description=_description(lab.isolate_audio), annotations=creates)
     def isolate_audio(speech_id: SpeechId) -> SpeechRecord:
-        return run(lab.isolate_audio, speech_id).to_dict()
+        return run(lab.isolate_audio, speech(speech_id)).to_dict()
 
     @server.tool(description=_description(lab.make_outbound_call),
                  annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
                                              open_world_hint=False))
     def make_outbound_call(speech_id: SpeechId, to_number: str) -> CallRecord:
-        return run(lab.make_outbound_call, speech_id, to_number).to_dict()
+        return run(lab.make_outbound_call, speech(speech_id), to_number).to_dict()
+
+    @server.tool(name=SUBMIT_SPEC.name, description=SUBMIT_SPEC.description,
+                 annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                                             open_world_hint=False))
+    def submit_result(result: list[Any]) -> str:
+        try:
+            answer["result"] = VoiceWorld().canonical(submitted(result, handles))
+        except (KeyError, IndexError, AttributeError, TypeError) as exc:
+            raise ToolError(f"{type(exc).__name__}: {exc}") from exc
+        return "submitted"
+
+    @server.resource("voice://result", name="result", mime_type="application/json",
+                     description="What a scorer reads: the submitted RESULT (null before submit_result) and the "
+                                 "lab's side effects, as the benchmark compares them.")
+    def result() -> str:
+        return json.dumps({"result": answer.get("result"), "submitted": "result" in answer, "state": lab.state()})
 
     @server.resource("voice://speeches", name="speeches", mime_type="application/json",
                      description="Every speech the lab knows (the recording and each tool's output), by speech_id.")
@@ -144,10 +184,25 @@ def build_server(lab: VoiceLab | None = None, seed: int = 0):
     return server
 
 
-def serve(port: int | None = None, host: str = "127.0.0.1", seed: int = 0) -> None:
+def serve(port: int | None = None, host: str = "127.0.0.1", seed: int = 0, recording: list | None = None) -> None:
     """Serve over stdio, or over streamable HTTP at http://HOST:PORT/mcp when a port is given."""
-    server = build_server(seed=seed)
+    server = build_server(seed=seed, recording=recording)
     if port is None:
         server.run("stdio")
     else:
         server.run("streamable-http", host=host, port=port)
+
+
+def tool_specs() -> list:
+    """The six tools exactly as this server lists them to an MCP client (names, descriptions, JSON schemas): the
+    definition `--mode tools` gives a chat model, so both ways in see the same tools."""
+    import anyio
+
+    from scenarios.calling import ToolSpec
+
+    async def listed():
+        return await build_server(VoiceLab()).list_tools()
+
+    return [ToolSpec(t.name, t.description or "", t.input_schema,
+                     ("speech_id",) if "speech_id" in t.input_schema.get("properties", {}) else ())
+            for t in anyio.run(listed) if t.name in TOOL_NAMES]

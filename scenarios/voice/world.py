@@ -7,10 +7,12 @@ rebind in its namespace.
 
 from __future__ import annotations
 
+import inspect
 import json
 
-from scenarios.base import World
-from scenarios.voice.tools import OutboundCall, Speech, Voice, VoiceLab
+from scenarios.base import World, canonicalize
+from scenarios.calling import Tools, Tracer
+from scenarios.voice.tools import TOOL_NAMES, OutboundCall, Speech, Voice, VoiceLab
 
 SPEECH_TAG, VOICE_TAG, CALL_TAG = "__speech__", "__voice__", "__call__"
 
@@ -45,3 +47,40 @@ class VoiceWorld(World):
         if self._lab is None:
             return None
         return self._lab.state()
+
+    # ---- tool calling (`--mode tools`): the MCP server's tools, speeches named by handle or speech_id
+
+    def tools(self) -> Tools:
+        from scenarios.voice.server import tool_specs
+
+        if not hasattr(self, "_specs"):
+            self._specs = {s.name: s for s in tool_specs()}
+        return Tools(self._specs, self._call, self.describe)
+
+    def _call(self, namespace: dict, name: str, arguments: dict):
+        args = dict(arguments)
+        if "speech_id" in args:
+            args["speech"] = args.pop("speech_id")
+        return namespace[name](**args)
+
+    def describe(self, value):
+        """Records as the MCP server returns them (speeches and calls with their ids)."""
+        def leaf(obj):
+            if isinstance(obj, (Speech, OutboundCall)):
+                return obj.to_dict()
+            if isinstance(obj, Voice):
+                return obj.to_plain()
+            return self.canonical_leaf(obj)
+
+        return canonicalize(value, leaf)
+
+    def trace(self, namespace: dict, tracer: Tracer) -> None:
+        specs = self.tools().specs
+        for name in TOOL_NAMES:
+            fn = namespace[name]
+            namespace[name] = tracer.wrap(specs[name], fn, inspect.signature(fn), {"speech": "speech_id"})
+
+    def plain(self, value):
+        if isinstance(value, Speech):
+            return value.speech_id
+        return self.canonical(value)

@@ -1,7 +1,8 @@
 """A scripted OpenAI-compatible chat server on loopback, for tests, benchmarks and offline demos.
 
 `ScriptedServer(reply=fn, delay_s=0.2)` answers POST /v1/chat/completions in a thread per request. `fn(body)`
-returns the reply text, or an int HTTP status to fail with (429, 500, ...). Every request body is recorded.
+returns the reply text, an assistant message as a dict (`content` and `tool_calls`, for tool-calling tests), or an
+int HTTP status to fail with (429, 500, ...). Every request body is recorded.
 Each answer carries the API's `usage` fields, from `usage(body, reply)` (by default `word_usage`: whitespace-
 separated words, so a test can recompute them); `usage=None` sends none, as some compatible servers do.
 It binds 127.0.0.1 on a free port and never touches the network beyond loopback.
@@ -10,8 +11,11 @@ It binds 127.0.0.1 on a free port and never touches the network beyond loopback.
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import threading
 import time
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
@@ -36,7 +40,7 @@ def word_usage(body: dict, reply: str) -> dict:
 
 
 class ScriptedServer:
-    def __init__(self, reply: Callable[[dict], str | int], delay_s: float = 0.0,
+    def __init__(self, reply: Callable[[dict], str | dict | int], delay_s: float = 0.0,
                  usage: Callable[[dict, str], dict] | None = word_usage):
         self.reply = reply
         self.usage = usage
@@ -66,14 +70,18 @@ class ScriptedServer:
                     self._send(answer, {"error": {"message": f"scripted {answer}", "type": "scripted"}},
                                {"retry-after": "0"})
                     return
+                message = {"role": "assistant", "content": answer}
+                if isinstance(answer, dict):  # an assistant message with tool calls
+                    message = {"role": "assistant", "content": answer.get("content"), **(
+                        {"tool_calls": answer["tool_calls"]} if answer.get("tool_calls") else {})}
                 payload = {
                     "id": f"chatcmpl-{len(server.requests)}", "object": "chat.completion", "created": 0,
                     "model": body.get("model", "scripted"),
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": answer}}],
+                    "choices": [{"index": 0, "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+                                 "message": message}],
                 }
                 if server.usage is not None:
-                    payload["usage"] = server.usage(body, answer)
+                    payload["usage"] = server.usage(body, answer if isinstance(answer, str) else json.dumps(answer))
                 self._send(200, payload)
 
             def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
@@ -101,3 +109,16 @@ class ScriptedServer:
     def count(self) -> int:
         with self._lock:
             return len(self.requests)
+
+
+def kill_after_lines(proc: subprocess.Popen, path: Path, lines: int, timeout_s: float = 120) -> int:
+    """SIGKILL `proc` once `path` (a generation cache) holds `lines` lines, or after `timeout_s`; the lines it
+    holds then."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if path.is_file() and len(path.read_text().splitlines()) >= lines:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    return len(path.read_text().splitlines())

@@ -6,11 +6,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
-import time
 import types
 from pathlib import Path
 
@@ -20,7 +18,7 @@ from evaluate.models import ALIASES, BackendError, Request, Sampling, UnknownMod
 from evaluate.models.hf_local import locate
 from evaluate.models.openai_api import OpenAIBackend
 from evaluate.prompts import build_messages
-from tests.evaluate.scripted_server import ScriptedServer
+from tests.evaluate.scripted_server import ScriptedServer, kill_after_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 FENCED = "```python\nRESULT = []\n```"
@@ -50,7 +48,7 @@ def test_alias_table_names_the_documented_models():
 def test_the_reference_backend_replays_the_references_it_was_built_with_and_requests_carry_no_task(small_tasks):
     import dataclasses
 
-    assert [f.name for f in dataclasses.fields(Request)] == ["task_id", "sample", "messages", "usage"]
+    assert [f.name for f in dataclasses.fields(Request)] == ["task_id", "sample", "messages", "usage", "tools", "case"]
     references = {t.task_id: t.reference_program for t in small_tasks[:2]}
     backend = get_backend("reference", references=references)
     requests = [Request(t.task_id, 0, build_messages(t)) for t in small_tasks[:2]]
@@ -208,15 +206,7 @@ def test_a_killed_run_resumes_and_loses_at_most_its_in_flight_requests(small_dat
     cache = tmp_path / "scripted" / "local" / "generations.jsonl"
     with ScriptedServer(reply, delay_s=0.3) as server:
         args += ["--base-url", server.base_url]
-        proc = _evaluate(args)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if cache.is_file() and len(cache.read_text().splitlines()) >= 3:
-                break
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        done = len(cache.read_text().splitlines())
+        done = kill_after_lines(_evaluate(args), cache, 3, timeout_s=60)
         assert 3 <= done < n_tasks
         sent_before = server.count()
 
@@ -406,3 +396,42 @@ def test_smollm2_end_to_end_build_prompt_generate_sandbox_score(small_dataset, t
     assert statuses <= {"pass", "syntax_error", "execution_error", "result_error", "timeout", "no_code"}
     lines = (tmp_path / "smollm2" / "local" / "generations.jsonl").read_text().splitlines()
     assert len(lines) == 2 and all(json.loads(x)["reply"] is not None for x in lines)
+
+
+def test_vllm_chat_sends_the_tools_to_the_template_and_reads_tool_calls_back(monkeypatch, small_tasks):
+    import torch
+
+    from evaluate.episodes import RUN_CODE_SPEC
+
+    calls = []
+
+    class FakeLLM:
+        def __init__(self, **kwargs):
+            pass
+
+        def chat(self, messages, params, use_tqdm=True, tools=None):
+            calls.append(tools)
+            text = '<tool_call>\n{"name": "run_code", "arguments": {"code": "print(1)"}}\n</tool_call>'
+            out = types.SimpleNamespace(text=text, token_ids=[7] * 3)
+            return [types.SimpleNamespace(outputs=[out], prompt_token_ids=[1] * 5) for _ in messages]
+
+    fake = types.ModuleType("vllm")
+    fake.LLM = FakeLLM
+    fake.SamplingParams = lambda **kw: kw
+    monkeypatch.setitem(sys.modules, "vllm", fake)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    tools = [RUN_CODE_SPEC.to_openai()]
+    requests = [Request(t.task_id, 0, build_messages(t), tools=tools) for t in small_tasks[:2]]
+    got = []
+    get_backend("qwen").chat(requests, Sampling(), lambda r, m: got.append(m))
+    assert calls == [tools]  # one batched call for the requests sharing these tools
+    assert [m["tool_calls"][0]["function"] for m in got] == [{"name": "run_code",
+                                                               "arguments": '{"code": "print(1)"}'}] * 2
+    assert all(m["content"] is None for m in got) and requests[0].usage == Usage(5, 3, "tokenizer")
+
+
+def test_a_backend_without_tool_calling_says_which_do(small_tasks):
+    from evaluate.models.hf_local import HFBackend
+
+    with pytest.raises(BackendError, match="openai, vllm or reference"):
+        HFBackend.__new__(HFBackend).chat([], Sampling(), lambda r, m: None)

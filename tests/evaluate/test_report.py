@@ -70,14 +70,15 @@ def test_pass_at_k_columns_are_the_ks_every_run_reports(two_runs, tmp_path, caps
 @pytest.mark.parametrize("field, value, named", [
     ("content_hash", "0" * 64, "dataset content hash"),
     ("variant", "vague", "variant"),
+    ("mode", "tools", "mode"),
     ("tier", "calls-7-branches-2", "difficulty tier"),
 ])
 def test_runs_that_are_not_comparable_are_refused_in_one_line(two_runs, tmp_path, capsys, field, value, named):
     reference, wrong = two_runs
     other = tmp_path / "other.json"
     data = json.loads(wrong.read_text())
-    if field == "variant":
-        data["variant"] = value
+    if field in ("variant", "mode"):
+        data[field] = value
     elif field == "tier":
         data["dataset"]["difficulty"]["tier"] = value
     else:

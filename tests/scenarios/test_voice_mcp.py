@@ -96,7 +96,7 @@ def test_server_lists_the_six_tools_with_json_schemas(stdio_session_log):
     log = stdio_session_log
     assert log["server"] == "stateeval-voice" and "user_speech" in log["instructions"]
     tools = log["tools"]
-    assert sorted(tools) == sorted(TOOL_NAMES)
+    assert sorted(tools) == sorted([*TOOL_NAMES, "submit_result"])
     for tool in tools.values():
         assert tool.description and tool.input_schema["type"] == "object"
         assert tool.output_schema is not None and tool.output_schema["type"] == "object"
@@ -190,7 +190,7 @@ def test_streamable_http_round_trip(tmp_path):
             proc.kill()
             proc.wait()
         errlog.close()
-    assert sorted(out["tools"]) == sorted(TOOL_NAMES)
+    assert sorted(out["tools"]) == sorted([*TOOL_NAMES, "submit_result"])
     assert not out["tts"].is_error and out["tts"].structured_content["voice"] == "Aria"
     assert out["tts"].structured_content["speech_id"] in {s["speech_id"] for s in out["speeches"]}
 

@@ -1,0 +1,88 @@
+"""A voice task done over MCP: the official SDK's client drives `python -m scenarios.voice serve --recording ...`
+through the task's tool calls and submit_result, and the harness scores the final state the server reports."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from evaluate.episodes import score_reported
+from evaluate.run import trace_references
+from evaluate.sandbox import Sandbox
+from evaluate.statuses import PASS, RESULT_ERROR
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT_S = 60
+
+
+@pytest.fixture(scope="module")
+def voice_tasks(tmp_path_factory):
+    from builder.config import BuildConfig
+    from builder.pipeline import build
+    from evaluate.data import load_tasks
+
+    out = tmp_path_factory.mktemp("voice") / "ds"
+    build(BuildConfig(out=str(out), scenarios=["voice"], n=3, seed=11, created_at="2026-03-01", workers=1))
+    tasks, _ = load_tasks(str(out))
+    with Sandbox(1) as sandbox:
+        return tasks, trace_references(tasks, sandbox)
+
+
+def _episode(recording: Path, calls: list[dict], submit: list | None) -> dict:
+    """Run the calls over MCP against a fresh server preloaded with the recording; return voice://result."""
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "scenarios.voice", "serve", "--recording", str(recording)],
+                                   env={"PYTHONPATH": str(ROOT)}, cwd=str(ROOT))
+    out: dict = {}
+
+    async def main():
+        with anyio.fail_after(TIMEOUT_S):
+            async with stdio_client(params) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    for call in calls:
+                        result = await session.call_tool(call["name"], call["arguments"])
+                        assert not result.is_error, result
+                    if submit is not None:
+                        assert not (await session.call_tool("submit_result", {"result": submit})).is_error
+                    resource = await session.read_resource("voice://result")
+                    out.update(json.loads(resource.contents[0].text))
+
+    anyio.run(main)
+    return out
+
+
+def _recording(task, case, folder: Path) -> Path:
+    speech = next(a for a in case.assets if a["kind"] == "speech")
+    path = folder / f"{task.task_id}-{case.name}.json"
+    path.write_bytes(bytes(speech["data"]))
+    return path
+
+
+def test_an_mcp_client_completes_voice_tasks_that_the_harness_scores(voice_tasks, tmp_path):
+    tasks, scripts = voice_tasks
+    for task in tasks:
+        for case in task.test_cases[:2]:
+            script = scripts[(task.task_id, case.name)]
+            reported = _episode(_recording(task, case, tmp_path), script["calls"], script["submit"])
+            assert reported["submitted"]
+            assert score_reported(task, case, reported) == (PASS, ""), (task.task_id, case.name)
+
+
+def test_an_incomplete_mcp_episode_fails(voice_tasks, tmp_path):
+    tasks, scripts = voice_tasks
+    task = tasks[0]
+    case = task.test_cases[0]
+    script = scripts[(task.task_id, case.name)]
+    unsubmitted = _episode(_recording(task, case, tmp_path), script["calls"], None)
+    assert score_reported(task, case, unsubmitted)[0] == RESULT_ERROR
+    short = _episode(_recording(task, case, tmp_path), script["calls"][:-1],
+                     [item for item in script["submit"] if item != f"r{len(script['calls'])}"])
+    status, message = score_reported(task, case, short)
+    assert status == RESULT_ERROR and message
