@@ -60,8 +60,9 @@ class Job:
     """One program run against one test case. `key` is the caller's label, returned unchanged.
 
     With `batch`, several programs run in turn on the test case in one child, the world reset between them (see
-    `evaluate.worker`); `code` is then unused. For the builder's mutants of a reference only: one program of a
-    batch shares its child with the next, so untrusted answers always run alone."""
+    `evaluate.worker`); `code` is then unused. For the builder's own programs only (references and their mutants,
+    see `Sandbox.run_batched`): one program of a batch shares its child with the next, so untrusted answers always
+    run alone."""
 
     key: Any
     scenario: str
