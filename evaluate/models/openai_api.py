@@ -84,6 +84,9 @@ class OpenAIBackend(Backend):
                 reply = read(await self._complete(openai, client, r, sampling))
             on_reply(r, reply)
 
+        # The loop waits on sockets; a Ctrl-C that the kernel hands to another thread (the resolver's) does not end
+        # that wait, so the loop also wakes on a short timer to let the interpreter act on it.
+        awake = asyncio.create_task(_wake_up_often())
         try:
             tasks = [asyncio.create_task(one(r)) for r in requests]
             try:
@@ -93,6 +96,7 @@ class OpenAIBackend(Backend):
                     t.cancel()
                 raise
         finally:
+            awake.cancel()
             await client.close()
 
     async def _complete(self, openai, client, r: Request, sampling: Sampling):
@@ -135,6 +139,11 @@ def _assistant_message(response) -> dict:
     if calls:
         out["tool_calls"] = calls
     return out
+
+
+async def _wake_up_often(period_s: float = 0.2) -> None:
+    while True:
+        await asyncio.sleep(period_s)
 
 
 def api_usage(response) -> Usage | None:
