@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 
 # A private `datasets` cache for the test session (set before `datasets` is imported anywhere), so tests never
@@ -36,3 +37,10 @@ def small_tasks(small_dataset):
 
     tasks, manifest = load_tasks(str(small_dataset))
     return tasks
+
+
+def interruptible() -> None:
+    """`preexec_fn` for a child that a test interrupts with SIGINT: a suite started in the background by a shell
+    without job control (nohup, `&`, some CI runners) inherits SIGINT ignored, and so would the child; Python then
+    never turns SIGINT into KeyboardInterrupt, and the Ctrl-C under test could not happen."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

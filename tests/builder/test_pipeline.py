@@ -19,7 +19,7 @@ import builder.pipeline as pipeline
 from builder.config import BuildConfig
 from builder.pipeline import build
 from evaluate.data import MANIFEST, SCHEMA, DatasetError, verify_folder
-from tests.conftest import SMALL
+from tests.conftest import SMALL, interruptible
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -364,7 +364,8 @@ def test_ctrl_c_exits_130_with_one_line_and_leaves_the_folder_alone(tmp_path):
         env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path / "tmp"))
         proc = subprocess.Popen([sys.executable, "-m", "builder", "--scenarios", "tensor", "--n", "2", "--out", "ds",
                                  "--translator", "openai:scripted", "--base-url", server.base_url],
-                                cwd=tmp_path, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                cwd=tmp_path, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                preexec_fn=interruptible)
         try:
             deadline = time.monotonic() + 300  # a safety net only: the first request comes within seconds
             while server.count() == 0:

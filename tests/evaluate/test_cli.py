@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from evaluate.data import content_hash, file_sha256
+from tests.conftest import interruptible
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -365,7 +366,7 @@ def _start_sleepy_run(rows, tmp_path, hf_cache, small_dataset, timeout_s: str) -
     proc = subprocess.Popen([sys.executable, "-m", "evaluate", "--samples", str(samples), "--dataset",
                              str(small_dataset), "--out", str(tmp_path / "out"), "--workers", "2",
                              "--timeout", timeout_s], cwd=ROOT, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=interruptible)
     deadline = time.monotonic() + 300  # a safety net only: a test case starts within seconds
     while not any(p.name.startswith("stateeval-case-") for p in tmp.iterdir()):
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()

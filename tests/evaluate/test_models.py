@@ -18,6 +18,7 @@ from evaluate.models import ALIASES, BackendError, Request, Sampling, UnknownMod
 from evaluate.models.hf_local import locate
 from evaluate.models.openai_api import OpenAIBackend
 from evaluate.prompts import build_messages
+from tests.conftest import interruptible
 from tests.evaluate.scripted_server import ScriptedServer, kill_after_lines
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,7 +114,8 @@ def test_ctrl_c_that_reaches_another_thread_stops_an_openai_run(tmp_path):
     with ScriptedServer(lambda body: release.wait(300) and "late") as server:
         try:
             proc = subprocess.run([sys.executable, "-c", script, server.base_url], capture_output=True, text=True,
-                                  timeout=240, env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=ROOT)
+                                  timeout=240, env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=ROOT,
+                                  preexec_fn=interruptible)
         finally:
             release.set()
     assert proc.returncode == 130 and proc.stdout.startswith("interrupted"), (proc.stdout, proc.stderr[-2000:])

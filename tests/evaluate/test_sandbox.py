@@ -13,6 +13,7 @@ import pytest
 from evaluate.sandbox import Job, Limits, Outcome, Sandbox
 from evaluate.scoring import score
 from scenarios import get_scenario
+from tests.conftest import interruptible
 
 TENSOR = get_scenario("tensor")
 LIMITS = Limits(timeout_s=3)
@@ -432,5 +433,5 @@ def test_ctrl_c_that_reaches_another_thread_still_stops_the_run(tmp_path):
     )
     env = dict(os.environ, TMPDIR=str(tmp_path), PYTHONPATH=os.getcwd())
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env,
-                          cwd=os.getcwd())
+                          cwd=os.getcwd(), preexec_fn=interruptible)
     assert proc.returncode == 130 and proc.stdout.startswith("interrupted"), (proc.stdout, proc.stderr[-2000:])
