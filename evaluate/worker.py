@@ -81,6 +81,7 @@ from evaluate.statuses import (
 )
 from scenarios import get_scenario, load_world
 from scenarios.base import canonical_json
+from scenarios.trace import Recorder, bind
 
 RESULT_CAP = 64 * 1024 * 1024  # bytes of serialised RESULT a child may send back
 TOO_LARGE = f"RESULT is larger than {RESULT_CAP // MB} MB"
@@ -96,9 +97,16 @@ def _error_text(exc: BaseException) -> tuple[str, str]:
 
 
 def execute(world, code: str, case: dict) -> dict:
-    """Run setup + program inside the child; return a plain report."""
+    """Run setup + program inside the child; return a plain report.
+
+    The program's API calls are recorded from the end of the setup block on (`scenarios.trace`): the report of a
+    program that compiled carries them as `trace` (raw calls and the setup's value ids), and `in_api` says whether
+    the exception that ended it was raised inside an API call."""
     ns = {"__name__": "__main__", "__builtins__": builtins}
     ns.update(world.namespace(case))
+    recorder = Recorder(world.canonical)
+    world.record_calls(ns, recorder)
+    before = set(ns)
     try:
         exec(compile(case["setup_code"], "<setup>", "exec"), ns)
     except BaseException as exc:  # a broken setup block is the dataset's fault, not the program's
@@ -108,13 +116,22 @@ def execute(world, code: str, case: dict) -> dict:
         program = compile(code, "<solution>", "exec")
     except (SyntaxError, ValueError) as exc:
         return {"status": SYNTAX_ERROR, "error": f"{type(exc).__name__}: {exc}"}
+    recorder.start(ns, [name for name in ns if name not in before])
+    report = _run(world, program, ns, recorder)
+    report["trace"] = recorder.to_plain()
+    return report
+
+
+def _run(world, program, ns: dict, recorder: Recorder) -> dict:
     try:
         exec(program, ns)
     except SystemExit as exc:
         return {"status": EXECUTION_ERROR, "error": f"the program called exit({exc.code!r})"}
     except BaseException as exc:
         message, tb = _error_text(exc)
-        return {"status": EXECUTION_ERROR, "error": message, "traceback": tb}
+        return {"status": EXECUTION_ERROR, "error": message, "traceback": tb, "in_api": exc is recorder.raised}
+    finally:
+        recorder.recording = False  # what the world does to read RESULT is not the program's
     if "RESULT" not in ns:
         return {"status": RESULT_ERROR, "error": "the program did not assign RESULT"}
     try:
@@ -312,8 +329,12 @@ class Runner:
                 report = _checked_report(data)
             if batch is not None:
                 report["batch"] = reports
-            elif report["status"] == OK:
-                report["state"] = world.snapshot(report.pop("recorded", None))
+            else:
+                child = report.pop("trace", None)
+                if isinstance(child, dict):
+                    report["trace"] = bind(world.calls(child.get("calls")), child.get("inputs"))
+                if report["status"] == OK:
+                    report["state"] = world.snapshot(report.pop("recorded", None))
             report["seconds"] = round(seconds, 4)
             report["output"] = output
             report["containment"] = self.containment
@@ -340,6 +361,7 @@ class Runner:
             if how != "done":
                 break
             report = _checked_report(data)
+            report.pop("trace", None)  # a batch holds the builder's mutants: their verdicts, not their calls
             if report["status"] == OK:
                 report["state"] = world.snapshot(report.pop("recorded", None))
             reports.append(report)
@@ -364,7 +386,8 @@ def _checked_report(data: bytes) -> dict:
             raise ValueError(report.get("status") if isinstance(report, dict) else type(report).__name__)
     except (ValueError, json.JSONDecodeError) as exc:
         return {"status": EXECUTION_ERROR, "error": f"the program tampered with its report ({str(exc)[:80]})"}
-    return {k: report[k] for k in ("status", "result", "recorded", "error", "traceback") if k in report}
+    return {k: report[k] for k in ("status", "result", "recorded", "error", "traceback", "trace", "in_api")
+            if k in report}
 
 
 def _out_of_cpu(wait_status: int, cpu: float, cpu_s: float) -> bool:

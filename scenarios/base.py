@@ -322,6 +322,16 @@ class World(ABC):
         """Side effects the child itself holds (e.g. an in-process tool log), as plain data; runs in the child."""
         return None
 
+    def record_calls(self, namespace: dict, recorder) -> None:
+        """Have the program's calls to the scenario's API reach `recorder` (a `scenarios.trace.Recorder`): runs in
+        the child, after `namespace` and before the setup block. A world whose calls are recorded elsewhere (at a
+        service, see `calls`) does nothing here."""
+
+    def calls(self, recorded: Any) -> Any:
+        """The test case's raw API calls (`scenarios.trace.raw_call`), read in the worker after the child has
+        exited; `recorded` is what the child's recorder holds. By default that is the record."""
+        return recorded
+
     def snapshot(self, recorded: Any) -> Any:
         """The test case's side effects as plain data, read in the worker after the child has exited.
 

@@ -27,6 +27,7 @@ import enum
 import json
 import sqlite3
 from typing import Any
+from urllib.parse import parse_qsl
 
 from fastapi import FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -142,8 +143,50 @@ def _not_found() -> ServiceError:
     return ServiceError(404, "Session not found")
 
 
-def create_app(db_path: str) -> FastAPI:
-    """The app over one database file (created when missing)."""
+class CallLog:
+    """ASGI middleware that keeps every answered request in the database's call log (`store.log_call`): method,
+    route template, path and query parameters, body, status and answer, as the service saw them, so the log holds
+    what any HTTP client sent. The row is written before the last byte of the answer leaves, so a client that has
+    its answer finds its request logged."""
+
+    def __init__(self, app, conn: sqlite3.Connection):
+        self.app, self.conn = app, conn
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        body, answer, status = bytearray(), bytearray(), [0]
+
+        async def receive_logged():
+            message = await receive()
+            if message["type"] == "http.request" and len(body) <= MAX_BODY_BYTES:
+                body.extend(message.get("body", b"")[:MAX_BODY_BYTES + 1 - len(body)])
+            return message
+
+        async def send_logged(message):
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            elif message["type"] == "http.response.body":
+                if len(answer) <= MAX_BODY_BYTES:
+                    answer.extend(message.get("body", b"")[:MAX_BODY_BYTES + 1 - len(answer)])
+                if not message.get("more_body", False):
+                    route = scope.get("route")
+                    store.log_call(self.conn, {
+                        "method": scope["method"], "path": scope["path"],
+                        "route": getattr(route, "path", None), "params": dict(scope.get("path_params") or {}),
+                        "query": [list(kv) for kv in parse_qsl(scope.get("query_string", b"").decode("latin-1"),
+                                                               keep_blank_values=True)],
+                        "body": body.decode("utf-8", "replace"), "status": status[0],
+                        "answer": answer.decode("utf-8", "replace"),
+                    })
+            await send(message)
+
+        await self.app(scope, receive_logged, send_logged)
+
+
+def create_app(db_path: str, log_calls: bool = False) -> FastAPI:
+    """The app over one database file (created when missing); with `log_calls`, every answered request is kept in
+    the database's call log (`CallLog`: the sandbox reads a test case's API calls from it)."""
     conn: sqlite3.Connection = store.connect(db_path)
     app = FastAPI(
         title="Session Service",
@@ -153,6 +196,8 @@ def create_app(db_path: str) -> FastAPI:
     )
     app.state.db_path = db_path
     _without_422(app)
+    if log_calls:
+        app.add_middleware(CallLog, conn=conn)
 
     @app.exception_handler(ServiceError)
     async def _service_error(request: Request, exc: ServiceError):

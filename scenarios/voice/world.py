@@ -7,10 +7,11 @@ rebind in its namespace.
 
 from __future__ import annotations
 
+import inspect
 import json
 
 from scenarios.base import World
-from scenarios.voice.tools import OutboundCall, Speech, Voice, VoiceLab
+from scenarios.voice.tools import TOOL_NAMES, OutboundCall, Speech, Voice, VoiceLab
 
 SPEECH_TAG, VOICE_TAG, CALL_TAG = "__speech__", "__voice__", "__call__"
 
@@ -32,6 +33,13 @@ class VoiceWorld(World):
 
         return {"load_speech": load_speech, **lab.tools()}
 
+    def record_calls(self, namespace: dict, recorder) -> None:
+        """Each tool in the program's globals records its calls: arguments by parameter name with defaults filled
+        in, and a speech passed by its `speech_id` recorded as the speech it names (the same call either way)."""
+        lab = self._lab
+        for name in TOOL_NAMES:
+            namespace[name] = _traced(lab, recorder, name, namespace[name])
+
     def canonical_leaf(self, obj):
         if isinstance(obj, Speech):
             return {SPEECH_TAG: obj.to_plain()}
@@ -45,3 +53,21 @@ class VoiceWorld(World):
         if self._lab is None:
             return None
         return self._lab.state()
+
+
+def _traced(lab: VoiceLab, recorder, name: str, tool):
+    signature = inspect.signature(tool)
+
+    def arguments(*args, **kwargs) -> dict:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        values = dict(bound.arguments)
+        if isinstance(values.get("speech"), str) and values["speech"] in lab.speeches:
+            values["speech"] = lab.speeches[values["speech"]]
+        return values
+
+    def traced(*args, **kwargs):
+        return recorder.run(name, lambda: arguments(*args, **kwargs), lambda: tool(*args, **kwargs))
+
+    traced.__name__, traced.__doc__, traced.__signature__ = name, tool.__doc__, signature
+    return traced
