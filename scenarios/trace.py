@@ -34,10 +34,11 @@ def digest(text: str) -> str:
     return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
 
 
-def compact(plain: Any) -> Any:
+def compact(plain: Any, top: bool = True) -> Any:
     """A short form of canonical data that two values share only when they are equal: small values as they are,
     long strings cut with a digest of the whole, tagged values (``{"__tensor__": {...}}``) as their short fields and
-    a digest, short lists item by item, anything else as ``{"#": digest}``."""
+    a digest, a short list or dict at the top item by item (an HTTP answer's status stays readable), anything else
+    as ``{"#": digest}``."""
     text = canonical_json(plain)
     if len(text) <= INLINE_CHARS:
         return plain
@@ -48,8 +49,10 @@ def compact(plain: Any) -> Any:
         if tag.startswith("__") and isinstance(inner, dict):
             short = {k: v for k, v in inner.items() if len(canonical_json(v)) <= SHORT_FIELD_CHARS}
             return {tag: {**short, "#": digest(text)}}
-    if isinstance(plain, list) and len(plain) <= LIST_ITEMS:
-        return [compact(x) for x in plain]
+    if top and isinstance(plain, list) and len(plain) <= LIST_ITEMS:
+        return [compact(x, False) for x in plain]
+    if top and isinstance(plain, dict) and len(plain) <= LIST_ITEMS:
+        return {k: compact(v, False) for k, v in plain.items()}
     return {"#": digest(text)}
 
 
