@@ -30,6 +30,7 @@ from evaluate.progress import progress
 from evaluate.sandbox import Job, Limits, Sandbox
 from scenarios import get_scenario
 from scenarios.base import State, canonical_json
+from scenarios.trace import stored
 
 
 @dataclass
@@ -239,7 +240,7 @@ def take_oracle(case: TestCase, first, second) -> str | None:
         return "differs between two runs"
     case.expected_result = canonical_json(first.result)
     case.expected_state = None if first.state is None else canonical_json(first.state)
-    case.trace = None if first.trace is None else canonical_json(first.trace)
+    case.trace = None if first.trace is None else stored(first.trace)
     return None
 
 

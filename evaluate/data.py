@@ -33,7 +33,7 @@ TEST_CASE = pa.struct([
     ("assets", pa.list_(ASSET)),
     ("expected_result", pa.string()),  # canonical JSON
     ("expected_state", pa.string()),  # canonical JSON (null for scenarios without side effects)
-    ("trace", pa.string()),  # canonical JSON: the reference's API calls on this input (scenarios.trace)
+    ("trace", pa.string()),  # canonical JSON {format, calls}: the reference's API calls here (scenarios.trace)
 ])
 
 TRANSLATION = pa.struct([  # how each variant was accepted: rounds of negotiation and the evaluator's verdict

@@ -22,7 +22,6 @@ of `CAUSES`, and its one-line recommendation, decided on its first failing test 
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from statistics import mean
 from typing import Any
@@ -30,6 +29,7 @@ from typing import Any
 from evaluate.data import TaskRecord
 from evaluate.statuses import EXECUTION_ERROR, NO_CODE, PASS, SYNTAX_ERROR, TIMEOUT
 from scenarios.base import canonical_json
+from scenarios.trace import load_stored
 
 METRICS = ("api_match", "arg_match", "seq_match", "connected_match", "binding_accuracy")
 
@@ -55,7 +55,7 @@ CAUSES = {
     "result_shape": "The calls were right but RESULT was not as asked: build RESULT with the values, in the order "
                     "and form the instruction gives.",
     "unexplained": "RESULT or the side effects differ and there is no trace to compare with (a dataset built "
-                   "before traces): rebuild the dataset for a diagnosis.",
+                   "before traces, or with another trace format): rebuild the dataset for a diagnosis.",
 }
 
 
@@ -226,7 +226,7 @@ def diagnose(task: TaskRecord, status: str, cases: list[dict], traces: list[list
     `cases`: the sample's per-test-case results (name, status), empty when it had no code; `traces` and `in_api`:
     per test case, what the sandbox reported."""
     test_cases = task.test_cases
-    refs = [None if c.trace is None else _loads(c.trace) for c in test_cases]
+    refs = [load_stored(c.trace) for c in test_cases]
     gots = [(traces[i] if i < len(traces) else None) for i in range(len(test_cases))]
     flags = [(in_api[i] if i < len(in_api) else False) for i in range(len(test_cases))]
     out: dict = {}
@@ -246,11 +246,6 @@ def diagnose(task: TaskRecord, status: str, cases: list[dict], traces: list[list
     return out
 
 
-def _loads(text: str) -> list[dict] | None:
-    value = json.loads(text)
-    return value if isinstance(value, list) else None
-
-
 def summarize_diagnoses(diagnoses: list[dict | None]) -> dict:
     """The metric means over the samples that have them (None when none has), and how many failed samples each
     cause explains (every cause listed, zeros included)."""
@@ -268,3 +263,16 @@ def top_causes(causes: dict[str, int], n: int = 3) -> list[tuple[str, int]]:
     ranked = sorted(((c, k) for c, k in causes.items() if k), key=lambda ck: (-ck[1], list(CAUSES).index(ck[0])
                                                                                  if ck[0] in CAUSES else len(CAUSES)))
     return ranked[:n]
+
+
+TOP_CAUSES = 3  # causes of failure named in the printed table and in `python -m evaluate.report`
+
+
+def format_causes(diagnosis: dict | None) -> str:
+    """The most common causes of failure, e.g. `wrong_argument 3, crash 1` (`-` when none)."""
+    ranked = top_causes((diagnosis or {}).get("causes") or {}, TOP_CAUSES)
+    return ", ".join(f"{c} {k}" for c, k in ranked) or "-"
+
+
+def format_metric(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"

@@ -19,15 +19,34 @@ Numbers, booleans and None are literals and never come from anywhere, nor do arg
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any, Callable, Iterable
 
 from scenarios.base import canonical_json
 
+# The version of the trace format (the shortening by `compact`, the value ids, the binding rule). A dataset stores
+# it with each trace, and a trace of another format is not compared: equal calls could look different.
+FORMAT = 1
 MAX_CALLS = 256  # calls kept per test case: a program that loops over an API is not recorded forever
 INLINE_CHARS = 64  # canonical JSON up to this length is kept as it is; longer values are shortened (`compact`)
 SHORT_FIELD_CHARS = 24  # fields of a tagged value (a tensor's dtype and shape) kept beside its digest
 LIST_ITEMS = 8  # a longer list than this is one digest, not a list of shortened items
 INPUT = "$"  # prefix of a setup variable's name as a source
+
+
+def stored(trace: list[dict]) -> str:
+    """A trace as a dataset's test case keeps it: canonical JSON, with the format it was recorded in."""
+    return canonical_json({"format": FORMAT, "calls": trace})
+
+
+def load_stored(text: str | None) -> list[dict] | None:
+    """The calls of a stored trace; None when there is none or it has another format than this version's."""
+    if text is None:
+        return None
+    value = json.loads(text)
+    if not isinstance(value, dict) or value.get("format") != FORMAT or not isinstance(value.get("calls"), list):
+        return None
+    return value["calls"]
 
 
 def digest(text: str) -> str:

@@ -17,6 +17,7 @@ from evaluate.diagnosis import CAUSES, METRICS, case_metrics, cause_of, diagnose
 from evaluate.sandbox import Job, Limits, Sandbox
 from evaluate.scoring import score, summarize
 from scenarios.base import Asset
+from scenarios.trace import FORMAT, load_stored
 
 SETUP = """import torch
 import torch.nn.functional as F
@@ -88,7 +89,7 @@ def scored(task, sandbox):
 
 
 def test_the_reference_trace_is_stored_with_each_test_case(task):
-    original, flipped = (json.loads(c["trace"]) for c in task["test_cases"])
+    original, flipped = (load_stored(c["trace"]) for c in task["test_cases"])
     assert [c["api"] for c in original] == ["torch.transpose", "F.linear", "torch.cat"]
     assert [c["api"] for c in flipped] == ["torch.transpose", "F.linear", "torch.permute"]
     assert original[0]["from"] == {"input": "$x1"}
@@ -153,8 +154,9 @@ def test_summary_holds_metric_means_and_cause_counts(scored):
     assert summary["scenarios"]["tensor"]["diagnosis"] == block
 
 
-def test_without_reference_traces_metrics_are_unknown_and_a_wrong_result_unexplained(task, scored):
-    old = {**task, "test_cases": [{**c, "trace": None} for c in task["test_cases"]]}
+@pytest.mark.parametrize("stored", [None, json.dumps({"format": FORMAT + 1, "calls": []})])
+def test_without_reference_traces_metrics_are_unknown_and_a_wrong_result_unexplained(task, scored, stored):
+    old = {**task, "test_cases": [{**c, "trace": stored} for c in task["test_cases"]]}  # none, or another format
     r = scored["wrong_argument"]
     d = diagnose(old, r.status, r.cases, [None] * len(r.cases), [False] * len(r.cases))
     assert all(d[m] is None for m in METRICS) and d["cause"] == "unexplained"
