@@ -99,8 +99,9 @@ def _carries_data(plain: Any) -> bool:
 def raw_call(api: str, args: dict[str, Any], options: Iterable[str] = (), result: Any = None,
              error: str | None = None) -> dict:
     """One call as a world records it: `args` and `result` are canonical plain data; `options` name the arguments
-    that never come from anywhere. A list argument also gets an id per item (`tensors.0`, ...), so a list built
-    from several results binds to each."""
+    that never come from anywhere; `error` says why the call failed (an exception, a refused HTTP request), and a
+    failed call keeps a result only when one came back (the HTTP answer). A list argument also gets an id per item
+    (`tensors.0`, ...), so a list built from several results binds to each."""
     ids: dict[str, str] = {}
     for name, value in args.items():
         if name in options or not _carries_data(value):
