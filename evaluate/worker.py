@@ -330,11 +330,7 @@ class Runner:
             if batch is not None:
                 report["batch"] = reports
             else:
-                child = report.pop("trace", None)
-                if isinstance(child, dict):
-                    report["trace"] = bind(world.calls(child.get("calls")), child.get("inputs"))
-                if report["status"] == OK:
-                    report["state"] = world.snapshot(report.pop("recorded", None))
+                _read_world(world, report)
             report["seconds"] = round(seconds, 4)
             report["output"] = output
             report["containment"] = self.containment
@@ -361,9 +357,7 @@ class Runner:
             if how != "done":
                 break
             report = _checked_report(data)
-            report.pop("trace", None)  # a batch holds the builder's mutants: their verdicts, not their calls
-            if report["status"] == OK:
-                report["state"] = world.snapshot(report.pop("recorded", None))
+            _read_world(world, report)
             reports.append(report)
             if k + 1 == n:
                 break
@@ -376,6 +370,16 @@ class Runner:
             except OSError:  # the child is gone: the next _collect says so
                 pass
         return reports, keep
+
+
+def _read_world(world, report: dict) -> None:
+    """Complete a child's report from the world, in the worker, before the world is reset: the trace (the calls
+    the world holds, e.g. a service's log, bound to the setup's values) and, for a program that ran, the state."""
+    child = report.pop("trace", None)
+    if isinstance(child, dict):
+        report["trace"] = bind(world.calls(child.get("calls")), child.get("inputs"))
+    if report["status"] == OK:
+        report["state"] = world.snapshot(report.pop("recorded", None))
 
 
 def _checked_report(data: bytes) -> dict:

@@ -6,13 +6,14 @@ reference traces are captured the way the builder captures them (`builder.pipeli
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 import torch
 
 from builder.pipeline import take_oracle
-from evaluate.data import TestCase as Case  # (not a pytest class)
+from evaluate.data import TaskRecord, TestCase
 from evaluate.diagnosis import CAUSES, METRICS, case_metrics, cause_of, diagnose, first_divergence, top_causes
 from evaluate.sandbox import Job, Limits, Sandbox
 from evaluate.scoring import score, summarize
@@ -72,13 +73,18 @@ def sandbox():
 def task(sandbox):
     gen = torch.Generator().manual_seed(7)
     assets = [_asset("x1", torch.randn(2, 3, 3, generator=gen)), _asset("w1", torch.randn(3, 3, generator=gen))]
-    cases = [Case("original", "then", json.dumps({"COND": 2}), SETUP.format(cond=2), assets),
-             Case("flipped", "else", json.dumps({"COND": 3}), SETUP.format(cond=3), assets)]
-    jobs = [Job((c, run), "tensor", REFERENCE, case.to_row()) for c, case in enumerate(cases) for run in range(2)]
+    cases = [TestCase("original", "then", json.dumps({"COND": 2}), SETUP.format(cond=2), assets),
+             TestCase("flipped", "else", json.dumps({"COND": 3}), SETUP.format(cond=3), assets)]
+    jobs = [Job((c, run), "tensor", REFERENCE, case) for c, case in enumerate(cases) for run in range(2)]
     outcomes = sandbox.run_untrusted(jobs)
     for c, case in enumerate(cases):
         assert take_oracle(case, outcomes[2 * c], outcomes[2 * c + 1]) is None
-    return {"task_id": "tensor-hand", "scenario": "tensor", "test_cases": [c.to_row() for c in cases]}
+    return TaskRecord(
+        task_id="tensor-hand", scenario="tensor", instruction="", instruction_steps="", instruction_vague="",
+        facts=[], setup_code=cases[0].setup_code, api_doc="", reference_program=REFERENCE, test_cases=cases,
+        api_calls=["transpose", "linear", "cat", "permute"], num_api_calls=4, path_depth=3, binding_count=3,
+        has_branch=True, notes="", seed=0, created_at="2026-01-01", builder_version="", translator="hand",
+        translation={})
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +95,7 @@ def scored(task, sandbox):
 
 
 def test_the_reference_trace_is_stored_with_each_test_case(task):
-    original, flipped = (load_stored(c["trace"]) for c in task["test_cases"])
+    original, flipped = (load_stored(c.trace) for c in task.test_cases)
     assert [c["api"] for c in original] == ["torch.transpose", "F.linear", "torch.cat"]
     assert [c["api"] for c in flipped] == ["torch.transpose", "F.linear", "torch.permute"]
     assert original[0]["from"] == {"input": "$x1"}
@@ -156,7 +162,8 @@ def test_summary_holds_metric_means_and_cause_counts(scored):
 
 @pytest.mark.parametrize("stored", [None, json.dumps({"format": FORMAT + 1, "calls": []})])
 def test_without_reference_traces_metrics_are_unknown_and_a_wrong_result_unexplained(task, scored, stored):
-    old = {**task, "test_cases": [{**c, "trace": stored} for c in task["test_cases"]]}  # none, or another format
+    """A dataset built before traces, or with another trace format."""
+    old = dataclasses.replace(task, test_cases=[dataclasses.replace(c, trace=stored) for c in task.test_cases])
     r = scored["wrong_argument"]
     d = diagnose(old, r.status, r.cases, [None] * len(r.cases), [False] * len(r.cases))
     assert all(d[m] is None for m in METRICS) and d["cause"] == "unexplained"
