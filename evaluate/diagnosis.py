@@ -35,7 +35,7 @@ METRICS = ("api_match", "arg_match", "seq_match", "connected_match", "binding_ac
 
 # Every cause, in the order reports list them, with what to do about it.
 CAUSES = {
-    "no_code": "No code could be taken from the reply: ask for one fenced Python block and check the reply format.",
+    NO_CODE: "No code could be taken from the reply: ask for one fenced Python block and check the reply format.",
     "syntax": "The program does not parse: check the generated code (truncated replies, prose mixed into code).",
     "timeout": "The program ran past its time limit: look for loops that never end or calls repeated without end.",
     "crash": "An exception was raised in the program's own code: check how it reads the results it gets back.",
@@ -186,7 +186,7 @@ def cause_of(status: str, failing: int | None, refs: list[list[dict] | None], go
     (`wrong_argument`), and with every call right, `result_shape`. Without traces to compare: `unexplained`.
     """
     if status == NO_CODE:
-        return "no_code"
+        return NO_CODE
     if status == SYNTAX_ERROR:
         return "syntax"
     if status == TIMEOUT:

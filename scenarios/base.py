@@ -322,6 +322,11 @@ class World(ABC):
         """Side effects the child itself holds (e.g. an in-process tool log), as plain data; runs in the child."""
         return None
 
+    def trace_value(self, obj: Any) -> Any:
+        """Plain data for an API argument or result in a trace (runs in the child); by default as for RESULT. A
+        world whose values are large may give less, as long as equal values give equal data and unequal ones not."""
+        return self.canonical(obj)
+
     def record_calls(self, namespace: dict, recorder) -> None:
         """Have the program's calls to the scenario's API reach `recorder` (a `scenarios.trace.Recorder`): runs in
         the child, after `namespace` and before the setup block. A world whose calls are recorded elsewhere (at a

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import base64
 import functools
+import hashlib
 
 import torch
 import torch.nn.functional as F
 
-from scenarios.base import World
+from scenarios.base import World, canonicalize
 
 # dtypes numpy cannot hold are widened for storage; the tag keeps the real dtype, so a bfloat16 RESULT never
 # compares equal to a float32 one.
@@ -32,6 +33,19 @@ class TensorWorld(World):
             return flat.reshape(meta["shape"]).clone()
 
         return {"load_tensor": load_tensor}
+
+    def trace_value(self, obj):
+        """A tensor as its dtype, shape and a digest of its bytes: a trace compares values exactly and never needs
+        them back, so hashing the bytes spares encoding them (RESULT keeps them, compared with a tolerance)."""
+        return canonicalize(obj, self._trace_leaf)
+
+    def _trace_leaf(self, obj):
+        if isinstance(obj, torch.Tensor):
+            t = obj.detach().cpu().resolve_conj().resolve_neg().contiguous()
+            data = t.reshape(-1).view(torch.uint8).numpy().tobytes()
+            return {"__tensor__": {"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape),
+                                   "#": hashlib.blake2b(data, digest_size=8).hexdigest()}}
+        return self.canonical_leaf(obj)
 
     def record_calls(self, namespace: dict, recorder) -> None:
         _install()  # once per child (see TRACED below): the programs of a batch share the wrappers
