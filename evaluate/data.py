@@ -92,7 +92,7 @@ class TestCase:
     assets: list[dict]  # {name, kind, meta, data}
     expected_result: str | None = None  # canonical JSON
     expected_state: str | None = None  # canonical JSON, None for scenarios without side effects
-    trace: str | None = None  # canonical JSON: the reference's API calls on this input (None: built before traces)
+    trace: str | None = None  # canonical JSON: the reference's API calls on this input (scenarios.trace.stored)
 
     def to_row(self) -> dict:
         return dataclasses.asdict(self)

@@ -54,8 +54,8 @@ CAUSES = {
                       "the instruction gives each call.",
     "result_shape": "The calls were right but RESULT was not as asked: build RESULT with the values, in the order "
                     "and form the instruction gives.",
-    "unexplained": "RESULT or the side effects differ and there is no trace to compare with (a dataset built "
-                   "before traces, or with another trace format): rebuild the dataset for a diagnosis.",
+    "unexplained": "RESULT or the side effects differ and there is no reference trace to compare with (one "
+                   "recorded in another trace format): rebuild the dataset with this version for a diagnosis.",
 }
 
 

@@ -134,7 +134,7 @@ def causes_figure(plt, report: dict):
 
 def partial_credit_figure(plt, report: dict):
     """One histogram per partial-credit metric over the run's samples (bins of 0.1; samples without a diagnosis,
-    from a dataset built before traces, are left out)."""
+    their reference traces in another format, are left out)."""
     model = report["model"]
     fig, axes = plt.subplots(1, len(METRICS), figsize=(2.3 * len(METRICS), 2.6), sharey=True)
     bins = [i / 10 for i in range(11)]

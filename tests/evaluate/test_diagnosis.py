@@ -162,7 +162,7 @@ def test_summary_holds_metric_means_and_cause_counts(scored):
 
 @pytest.mark.parametrize("stored", [None, json.dumps({"format": FORMAT + 1, "calls": []})])
 def test_without_reference_traces_metrics_are_unknown_and_a_wrong_result_unexplained(task, scored, stored):
-    """A dataset built before traces, or with another trace format."""
+    """No reference trace (a test case the builder could not trace), or one in another trace format."""
     old = dataclasses.replace(task, test_cases=[dataclasses.replace(c, trace=stored) for c in task.test_cases])
     r = scored["wrong_argument"]
     d = diagnose(old, r.status, r.cases, [None] * len(r.cases), [False] * len(r.cases))
