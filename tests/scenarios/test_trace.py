@@ -153,6 +153,16 @@ def test_session_calls_are_taken_at_the_service_whatever_the_http_client(sandbox
     assert first[2]["from"] == {"id": 0, "source": "$src1"} and first[2]["result"] == {"status": 204, "body": None}
 
 
+def test_an_answer_without_a_body_is_logged_before_the_client_has_it(sandbox):
+    """A 204 is complete for the client with its status line: the batch's next program must not find its world
+    read before the service logged it, nor a run alone its trace without it."""
+    case = {"setup_code": SESSION_SETUP, "assets": []}  # WITH_REQUESTS ends with a delete answered 204
+    outcomes = sandbox.run_batched([Job(i, "session", WITH_REQUESTS, case) for i in range(8)])
+    for o in outcomes:
+        assert o.status == "ok", o.error
+        assert [c["api"].split()[0] for c in o.trace] == ["POST", "GET", "DELETE"], o.trace
+
+
 def test_a_refused_request_is_an_error_in_the_trace(sandbox):
     (trace,) = _trace(sandbox, "session", SESSION_SETUP,
                       ["RESULT = requests.delete(f'{BASE_URL}/api/sessions/{src1}/group/nope').status_code\n"])
