@@ -148,8 +148,8 @@ class CallLog:
     """ASGI middleware that keeps every answered request in the database's call log (`store.log_call`): method,
     route template, path and query parameters, body, status and answer, as the service saw them, so the log holds
     what any HTTP client sent. The row is written before the client can have the whole answer (before its last
-    byte, or with the status line of an answer without a body, which a client takes as complete at once), so a
-    client that has its answer finds its request logged."""
+    byte, or with the status line of an answer without a body, which a client takes as complete at once: a 204,
+    an empty 200), so a client that has its answer finds its request logged."""
 
     def __init__(self, app, conn: sqlite3.Connection):
         self.app, self.conn = app, conn
@@ -180,7 +180,8 @@ class CallLog:
         async def send_logged(message):
             if message["type"] == "http.response.start":
                 status[0] = message["status"]
-                if status[0] in NO_BODY or status[0] < 200 or scope["method"] == "HEAD":
+                length = dict(message.get("headers") or []).get(b"content-length")
+                if length == b"0" or status[0] in NO_BODY or status[0] < 200 or scope["method"] == "HEAD":
                     log()
             elif message["type"] == "http.response.body" and not logged[0]:
                 if len(answer) <= MAX_BODY_BYTES:

@@ -154,13 +154,18 @@ def test_session_calls_are_taken_at_the_service_whatever_the_http_client(sandbox
 
 
 def test_an_answer_without_a_body_is_logged_before_the_client_has_it(sandbox):
-    """A 204 is complete for the client with its status line: the batch's next program must not find its world
-    read before the service logged it, nor a run alone its trace without it."""
-    case = {"setup_code": SESSION_SETUP, "assets": []}  # WITH_REQUESTS ends with a delete answered 204
-    outcomes = sandbox.run_batched([Job(i, "session", WITH_REQUESTS, case) for i in range(8)])
-    for o in outcomes:
+    """A 204, or a 200 with an empty body, is complete for the client with its status line: the worker must not
+    read the world before the service logged it."""
+    case = {"setup_code": SESSION_SETUP, "assets": []}
+    update = WITH_REQUESTS.replace(  # an update answers 200 with an empty body
+        'requests.delete(f"{BASE_URL}/api/sessions/{src1}/group/{listing[0][\'id\']}")',
+        'requests.put(f"{BASE_URL}/api/sessions/{src1}/group/{new}", json={"title": "U"})')
+    assert update != WITH_REQUESTS
+    outcomes = sandbox.run_batched([Job(i, "session", program, case)
+                                    for i, program in enumerate([WITH_REQUESTS, update] * 4)])
+    for o, last in zip(outcomes, ["DELETE", "PUT"] * 4):
         assert o.status == "ok", o.error
-        assert [c["api"].split()[0] for c in o.trace] == ["POST", "GET", "DELETE"], o.trace
+        assert [c["api"].split()[0] for c in o.trace] == ["POST", "GET", last], o.trace
 
 
 def test_a_refused_request_is_an_error_in_the_trace(sandbox):
