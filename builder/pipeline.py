@@ -30,6 +30,7 @@ from evaluate.progress import progress
 from evaluate.sandbox import Job, Limits, Sandbox
 from scenarios import get_scenario
 from scenarios.base import State, canonical_json
+from scenarios.trace import stored
 
 
 @dataclass
@@ -230,7 +231,8 @@ def capture_oracles(drafts: list[Draft], sandbox: Sandbox, rejections: Counter) 
 
 
 def take_oracle(case: TestCase, first, second) -> str | None:
-    """Fill `case`'s expected outputs from two runs of the reference; the reason they cannot be used, if any."""
+    """Fill `case`'s expected outputs and the reference's API-call trace from two runs of the reference; the reason
+    they cannot be used, if any."""
     bad = next((o for o in (first, second) if o.status != "ok"), None)
     if bad:
         return bad.status
@@ -238,6 +240,7 @@ def take_oracle(case: TestCase, first, second) -> str | None:
         return "differs between two runs"
     case.expected_result = canonical_json(first.result)
     case.expected_state = None if first.state is None else canonical_json(first.state)
+    case.trace = None if first.trace is None else stored(first.trace)
     return None
 
 

@@ -35,7 +35,8 @@ def parse_args(argv: list[str] | None = None) -> EvalConfig:
         description=(
             "Prompt a model with each task (API documentation, setup block, instruction), run its code in a "
             "sandbox against every test case, compare RESULT and side effects with the oracles, and write "
-            "results.json with pass@k, the error taxonomy and each sample's status."
+            "results.json with pass@k and success@k, the error taxonomy, and each sample's status and diagnosis "
+            "(partial credit from its API calls against the reference's, and the cause of a failure)."
         ),
         epilog=__doc__.split("\n", 2)[2],
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -84,7 +85,8 @@ def parse_args(argv: list[str] | None = None) -> EvalConfig:
     t.add_argument("--workers", type=at_least_one, default=None, help="sandbox workers (default: cores)")
     t.add_argument("--timeout", type=positive_seconds, default=d.timeout_s, dest="timeout_s",
                    help=f"seconds per test case (default {d.timeout_s})")
-    t.add_argument("--plot", action="store_true", help="also write PNG figures (needs matplotlib)")
+    t.add_argument("--plot", action="store_true", help="also write PNG figures: pass@1 and the outcome of each sample per scenario, the causes of "
+                        "failure per scenario, a histogram of partial credit (needs matplotlib)")
     c = p.add_argument_group(
         "cost", "Every run records the prompt and completion tokens of each sample and their sums (results.json: "
         "usage). Give both prices to have them turned into USD, per run and per scenario.")

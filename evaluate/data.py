@@ -33,6 +33,7 @@ TEST_CASE = pa.struct([
     ("assets", pa.list_(ASSET)),
     ("expected_result", pa.string()),  # canonical JSON
     ("expected_state", pa.string()),  # canonical JSON (null for scenarios without side effects)
+    ("trace", pa.string()),  # canonical JSON {format, calls}: the reference's API calls here (scenarios.trace)
 ])
 
 TRANSLATION = pa.struct([  # how each variant was accepted: rounds of negotiation and the evaluator's verdict
@@ -91,6 +92,7 @@ class TestCase:
     assets: list[dict]  # {name, kind, meta, data}
     expected_result: str | None = None  # canonical JSON
     expected_state: str | None = None  # canonical JSON, None for scenarios without side effects
+    trace: str | None = None  # canonical JSON: the reference's API calls on this input (scenarios.trace.stored)
 
     def to_row(self) -> dict:
         return dataclasses.asdict(self)

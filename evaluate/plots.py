@@ -1,10 +1,12 @@
-"""PNG figures for a run, like the paper's: pass@1 per scenario, and the distribution of error types; and, for
-`python -m evaluate.report`, pass@1 per scenario for several runs side by side (the paper's Figure 4)."""
+"""PNG figures for a run, like the paper's: pass@1 per scenario, the distribution of error types, the causes of
+failure per scenario (the paper's Figure 5, extended with `evaluate.diagnosis`) and a histogram of partial credit;
+and, for `python -m evaluate.report`, pass@1 per scenario for several runs side by side (the paper's Figure 4)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from evaluate.diagnosis import CAUSES, METRICS
 from evaluate.models import missing_extra
 from evaluate.statuses import EXECUTION_ERROR, NO_CODE, PASS, RESULT_ERROR, STATUSES, SYNTAX_ERROR, TIMEOUT
 
@@ -93,4 +95,56 @@ def plot_report(report: dict, out: Path) -> list[Path]:
     paths.append(out / "error_types.png")
     fig.savefig(paths[-1], dpi=120)
     plt.close(fig)
+
+    for name, figure in (("causes.png", causes_figure), ("partial_credit.png", partial_credit_figure)):
+        fig = figure(plt, report)
+        paths.append(out / name)
+        fig.savefig(paths[-1], dpi=120)
+        plt.close(fig)
     return paths
+
+
+CAUSE_COLORS = ("#6c757d", "#e9c46a", "#8d99ae", "#f4a261", "#e76f51", "#9b5de5", "#264653", "#2a9d8f",
+                "#00bbf9", "#f15bb5", "#d62828", "#fee440", "#003049", "#adb5bd")
+
+
+def causes_figure(plt, report: dict):
+    """Stacked bars per scenario: the share of its failed samples each cause explains (with the count failed)."""
+    summary, model = report["summary"], report["model"]
+    scenarios = list(summary["scenarios"])
+    counts = {s: (summary["scenarios"][s].get("diagnosis") or {}).get("causes") or {} for s in scenarios}
+    fig, ax = plt.subplots(figsize=(4.6 + 1.2 * len(scenarios), 3.6))
+    bottom = [0.0] * len(scenarios)
+    totals = [max(1, sum(counts[s].values())) for s in scenarios]
+    for cause, color in zip(CAUSES, CAUSE_COLORS):
+        shares = [100 * counts[s].get(cause, 0) / t for s, t in zip(scenarios, totals)]
+        if any(shares):
+            ax.bar(scenarios, shares, bottom=bottom, color=color, label=cause)
+            bottom = [b + v for b, v in zip(bottom, shares)]
+    ax.set_xticks(range(len(scenarios)),
+                  [f"{s}\n({sum(counts[s].values())} failed)" for s in scenarios])
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("share of failed samples (%)")
+    ax.set_title(f"{model}: causes of failure")
+    if any(bottom):
+        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1, 0.5))
+    fig.tight_layout()
+    return fig
+
+
+def partial_credit_figure(plt, report: dict):
+    """One histogram per partial-credit metric over the run's samples (bins of 0.1; samples without a diagnosis,
+    their reference traces in another format, are left out)."""
+    model = report["model"]
+    fig, axes = plt.subplots(1, len(METRICS), figsize=(2.3 * len(METRICS), 2.6), sharey=True)
+    bins = [i / 10 for i in range(11)]
+    for ax, metric in zip(axes, METRICS):
+        values = [s["diagnosis"][metric] for s in report.get("samples", [])
+                  if (s.get("diagnosis") or {}).get(metric) is not None]
+        ax.hist(values, bins=bins, color=COLORS[PASS])
+        ax.set_title(metric, fontsize=9)
+        ax.set_xlim(0, 1)
+    axes[0].set_ylabel("samples")
+    fig.suptitle(f"{model}: partial credit per sample", fontsize=10)
+    fig.tight_layout()
+    return fig

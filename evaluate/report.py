@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evaluate.arguments import Parser
+from evaluate.diagnosis import format_causes, format_metric
 from evaluate.models import COUNTED_BY_CL100K
 
 EXAMPLES = """\
@@ -26,9 +27,10 @@ Examples:
 Each RESULTS is a results.json written by python -m evaluate (or a kept run, <run folder>/runs/<id>.json), or the
 run folder holding it. Columns: the model, the run's id, the variant, the dataset's content hash, the samples per
 task (n), the tasks scored, pass@1 and success@1 (the program ran on every test case, right or not), pass@k for
-every k all runs report, the tokens the run's replies cost (~: a cl100k_base estimate, for the reference and
---samples), its cost in USD when it was scored with --price-in/--price-out, and pass@1 per scenario. A run
-written before a column existed shows '-' there.
+every k all runs report, arg_match (the share of the reference's calls made with the right API and arguments, a
+mean over samples) and the three most common causes of failure, the tokens the run's replies cost (~: a
+cl100k_base estimate, for the reference and --samples), its cost in USD when it was scored with
+--price-in/--price-out, and pass@1 per scenario. A run written before a column existed shows '-' there.
 """
 
 # What must be equal for two runs' scores to be put side by side: (label, how to read it from a results.json).
@@ -114,7 +116,8 @@ def render_markdown(runs: list[Run], forced: bool = False) -> str:
     shared_ks = sorted(set.intersection(*(set(_ks(r.data["summary"])) for r in runs)) - {1})
     scenarios = scenarios_of(runs)
     head = ["model", "run", "variant", "dataset", "n", "tasks", "pass@1", "success@1",
-            *[f"pass@{k}" for k in shared_ks], "tokens", "cost", *[f"{s} pass@1" for s in scenarios]]
+            *[f"pass@{k}" for k in shared_ks], "arg_match", "top causes", "tokens", "cost",
+            *[f"{s} pass@1" for s in scenarios]]
     rows = []
     for r in runs:
         d, summary = r.data, r.data["summary"]
@@ -125,6 +128,8 @@ def render_markdown(runs: list[Run], forced: bool = False) -> str:
             str((d.get("sampling") or {}).get("n_samples", "-")), str(overall.get("tasks", "-")),
             _pct(overall.get("pass@1")), _pct(overall.get("success@1")),
             *[_pct(overall.get(f"pass@{k}")) for k in shared_ks],
+            format_metric((overall.get("diagnosis") or {}).get("arg_match")),
+            format_causes(overall.get("diagnosis")) if "diagnosis" in overall else "-",
             _tokens(d.get("usage")), _cost(d.get("usage")),
             *[_pct((summary.get("scenarios", {}).get(s) or {}).get("pass@1")) for s in scenarios],
         ])
@@ -136,7 +141,7 @@ def render_markdown(runs: list[Run], forced: bool = False) -> str:
     else:
         intro = (f"Dataset {(first.get('dataset') or {}).get('content_hash') or '?'}, variant "
                  f"{first.get('variant') or '?'}, mode {first.get('mode', 'code')}, tier {tier or '?'}.")
-    numeric = {"n", "tasks", "tokens", "cost"} | {h for h in head if "@" in h}
+    numeric = {"n", "tasks", "arg_match", "tokens", "cost"} | {h for h in head if "@" in h}
     lines = [f"# StateEval: {len(runs)} runs compared", "", intro, "",
              "| " + " | ".join(head) + " |",
              "|" + "|".join("---:" if h in numeric else "---" for h in head) + "|"]
@@ -175,10 +180,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         prog="python -m evaluate.report",
         description=(
             "Compare several runs of python -m evaluate side by side: a Markdown table on stdout (model, variant, "
-            "dataset hash, pass@1, success@1, pass@k for the k every run reports, tokens, cost, pass@1 per "
-            "scenario) and, with --plot, a grouped bar figure of pass@1 per scenario. Runs on different dataset "
-            "content, instruction variants, evaluation modes or difficulty tiers are refused: their scores are not "
-            "comparable."
+            "dataset hash, pass@1, success@1, pass@k for the k every run reports, arg_match, the top causes of "
+            "failure, tokens, cost, pass@1 per scenario) and, with --plot, a grouped bar figure of pass@1 per "
+            "scenario. Runs on different dataset content, instruction variants, evaluation modes or difficulty "
+            "tiers are refused: their scores are not comparable."
         ),
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,

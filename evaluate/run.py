@@ -20,6 +20,7 @@ from evaluate.names import slug
 from evaluate.progress import progress
 from evaluate.provenance import library_versions
 from evaluate.prompts import build_messages, extract_code
+from evaluate.diagnosis import format_causes, format_metric
 from evaluate.sandbox import Job, Limits, Sandbox
 from evaluate.scoring import every_k, run_containment, score, summarize
 from evaluate.statuses import STATUSES
@@ -313,15 +314,18 @@ def format_table(summary: dict) -> str:
     reported = [int(k[5:]) for k in summary["overall"] if k.startswith("pass@")]
     shown = sorted({k for k in reported if k in TABLE_KS} | ({max(reported)} if reported else set()))
     ks = [f"pass@{k}" for k in shown] + [k for k in ("success@1",) if k in summary["overall"]]
-    head = ["scenario", "tasks", *ks, *STATUSES]
+    head = ["scenario", "tasks", *ks, "arg_match", *STATUSES, "top causes"]
     rows = [head]
     for name, block in [*summary["scenarios"].items(), ("overall", summary["overall"])]:
+        diagnosis = block.get("diagnosis")
         cells = [name, str(block["tasks"])]
         cells += ["-" if block[k] is None else f"{100 * block[k]:.1f}%" for k in ks]
+        cells.append(format_metric((diagnosis or {}).get("arg_match")))
         cells += [str(block["statuses"][s]) for s in STATUSES]
+        cells.append(format_causes(diagnosis))
         rows.append(cells)
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 

@@ -85,7 +85,10 @@ class Outcome:
     error: str = ""
     output: str = ""
     seconds: float = 0.0
+    # containment, leftovers, in_api (see evaluate.worker.execute); a tool-calling episode's setup, calls, submit
     extra: dict = field(default_factory=dict)
+    # the program's API calls (`scenarios.trace`), when it compiled and its child reported; None otherwise
+    trace: list | None = None
     # A batch's outcomes, one per program in order; fewer than its programs when it ended early (the rest have
     # no verdict and should run alone).
     batch: list["Outcome"] | None = None
@@ -151,7 +154,8 @@ class _Worker:
             reply = json.loads(line)
             if not isinstance(reply, dict) or reply.get("status") not in REPLY_STATUSES:
                 raise ValueError(f"status {reply.get('status') if isinstance(reply, dict) else reply!r}")
-            extra = {k: reply[k] for k in ("containment", "leftovers", "setup", "calls", "submit") if k in reply}
+            extra = {k: reply[k] for k in ("containment", "leftovers", "in_api", "setup", "calls", "submit")
+                     if k in reply}
             batch = None
             if job.batch is not None:
                 batch = [_outcome(job.key, r, {}) for r in reply.get("batch", [])][:len(job.batch)]
@@ -209,8 +213,10 @@ class _Worker:
 def _outcome(key: Any, reply: dict, extra: dict, batch: list[Outcome] | None = None) -> Outcome:
     if reply.get("status") not in REPLY_STATUSES:
         raise ValueError(f"status {reply.get('status')!r}")
+    trace = reply.get("trace")
     return Outcome(key, reply["status"], reply.get("result"), reply.get("state"), str(reply.get("error", "")),
-                   str(reply.get("output", "")), float(reply.get("seconds", 0.0)), extra, batch)
+                   str(reply.get("output", "")), float(reply.get("seconds", 0.0)), extra,
+                   trace if isinstance(trace, list) else None, batch)
 
 
 def _encode_case(case: TestCase | dict) -> dict:

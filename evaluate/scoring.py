@@ -21,6 +21,7 @@ from math import comb
 
 from evaluate.containment import weakest
 from evaluate.data import TaskRecord, TestCase
+from evaluate.diagnosis import diagnose, summarize_diagnoses
 from evaluate.sandbox import Job, Sandbox
 from evaluate.statuses import (
     CRASH,
@@ -48,6 +49,7 @@ class SampleResult:
     cases: list[dict] = field(default_factory=list)  # per test case: name, status, error, seconds
     containment: str | None = None  # the weakest containment its test cases ran under (None: no program ran)
     tokens: dict | None = None  # {"prompt": ..., "completion": ...} the reply cost, when known (evaluate.usage)
+    diagnosis: dict | None = None  # partial credit and, when failed, cause and recommendation (evaluate.diagnosis)
 
     def to_dict(self, run_containment: str | None = None) -> dict:
         """The sample's row in results.json: its containment is written only where it is not the run's."""
@@ -106,17 +108,21 @@ def score(tasks: list[TaskRecord], codes: dict[str, list], sandbox: Sandbox) -> 
         scenario = get_scenario(t.scenario)
         for s, code in enumerate(codes.get(t.task_id, [])):
             if code is None:
-                results.append(SampleResult(t.task_id, t.scenario, s, NO_CODE, "no code in the reply"))
+                results.append(SampleResult(t.task_id, t.scenario, s, NO_CODE, "no code in the reply",
+                                            diagnosis=diagnose(t, NO_CODE, [], [], [])))
                 continue
-            cases, status, error, modes = [], PASS, "", []
+            cases, status, error, modes, traces, in_api = [], PASS, "", [], [], []
             for c, case in enumerate(t.test_cases):
                 o = outcomes[(t.task_id, s, c)]
                 modes.append(o.extra.get("containment"))
+                traces.append(o.trace)
+                in_api.append(bool(o.extra.get("in_api")))
                 cs, msg = judge_case(scenario, case, o)
                 cases.append({"name": case.name, "status": cs, "error": msg, "seconds": o.seconds})
                 if cs != PASS and status == PASS:
                     status, error = cs, f"{case.name} test case: {msg}"
-            results.append(SampleResult(t.task_id, t.scenario, s, status, error, cases, weakest(modes)))
+            results.append(SampleResult(t.task_id, t.scenario, s, status, error, cases, weakest(modes),
+                                        diagnosis=diagnose(t, status, cases, traces, in_api)))
     return results
 
 
@@ -141,8 +147,9 @@ def every_k(n: int) -> tuple[int, ...]:
 
 
 def summarize(results: list[SampleResult], ks: tuple[int, ...] = (1,)) -> dict:
-    """pass@k and success@k overall and per scenario (means over the tasks with at least k samples), and the
-    status distribution."""
+    """pass@k and success@k overall and per scenario (means over the tasks with at least k samples), the
+    status distribution, and the diagnosis: partial-credit means over the samples and the count of each cause of
+    failure (`evaluate.diagnosis`)."""
     per_task: dict[str, list[SampleResult]] = defaultdict(list)
     for r in results:
         per_task[r.task_id].append(r)
@@ -160,6 +167,7 @@ def summarize(results: list[SampleResult], ks: tuple[int, ...] = (1,)) -> dict:
                 out[f"{metric}@{k}"] = sum(vals) / len(vals) if vals else None
         statuses = Counter(r.status for tid in task_ids for r in per_task[tid])
         out["statuses"] = {s: statuses.get(s, 0) for s in STATUSES}
+        out["diagnosis"] = summarize_diagnoses([r.diagnosis for tid in task_ids for r in per_task[tid]])
         return out
 
     return {

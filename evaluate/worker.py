@@ -82,10 +82,12 @@ from evaluate.statuses import (
 from scenarios import get_scenario, load_world
 from scenarios.base import canonical_json
 from scenarios.calling import Tracer, run_calls, setup_handles, submitted
+from scenarios.trace import Recorder, bind
 
-# What a child's report may hold: a program's outcome, and a tool-calling episode's summaries (setup values, each
-# call's result or error) or a traced reference's calls and submitted items.
-REPORT_KEYS = ("status", "result", "recorded", "error", "traceback", "setup", "calls", "submit")
+# What a child's report may hold: a program's outcome with its API-call trace (and whether the exception that ended
+# it came from inside an API), and a tool-calling episode's summaries (setup values, each call's result or error)
+# or a traced reference's calls and submitted items.
+REPORT_KEYS = ("status", "result", "recorded", "error", "traceback", "trace", "in_api", "setup", "calls", "submit")
 RESULT_CAP = 64 * 1024 * 1024  # bytes of serialised RESULT a child may send back
 TOO_LARGE = f"RESULT is larger than {RESULT_CAP // MB} MB"
 
@@ -99,10 +101,13 @@ def _error_text(exc: BaseException) -> tuple[str, str]:
     return message[:2000], tb[-4000:]
 
 
-def _setup(world, case: dict) -> tuple[dict, set[str], dict | None]:
-    """The namespace after the setup block, the names it had before, and a setup error report (or None)."""
+def _setup(world, case: dict, recorder: Recorder | None = None) -> tuple[dict, set[str], dict | None]:
+    """The namespace after the setup block, the names it had before, and a setup error report (or None). With a
+    recorder, the world's API reaches it (recording starts later, with `Recorder.start`)."""
     ns = {"__name__": "__main__", "__builtins__": builtins}
     ns.update(world.namespace(case))
+    if recorder is not None:
+        world.record_calls(ns, recorder)
     before = set(ns)
     try:
         exec(compile(case["setup_code"], "<setup>", "exec"), ns)
@@ -113,21 +118,35 @@ def _setup(world, case: dict) -> tuple[dict, set[str], dict | None]:
 
 
 def execute(world, code: str, case: dict) -> dict:
-    """Run setup + program inside the child; return a plain report."""
-    ns, _, failed = _setup(world, case)
+    """Run setup + program inside the child; return a plain report.
+
+    The program's API calls are recorded from the end of the setup block on (`scenarios.trace`): the report of a
+    program that compiled carries them as `trace` (raw calls and the setup's value ids), and `in_api` says whether
+    the exception that ended it was raised inside an API call."""
+    recorder = Recorder(world.trace_value)
+    ns, before, failed = _setup(world, case, recorder)
     if failed:
         return failed
     try:
         program = compile(code, "<solution>", "exec")
     except (SyntaxError, ValueError) as exc:
         return {"status": SYNTAX_ERROR, "error": f"{type(exc).__name__}: {exc}"}
+    recorder.start(ns, [name for name in ns if name not in before])
+    report = _exec_program(world, program, ns, recorder)
+    report["trace"] = recorder.to_plain()
+    return report
+
+
+def _exec_program(world, program, ns: dict, recorder: Recorder) -> dict:
     try:
         exec(program, ns)
     except SystemExit as exc:
         return {"status": EXECUTION_ERROR, "error": f"the program called exit({exc.code!r})"}
     except BaseException as exc:
         message, tb = _error_text(exc)
-        return {"status": EXECUTION_ERROR, "error": message, "traceback": tb}
+        return {"status": EXECUTION_ERROR, "error": message, "traceback": tb, "in_api": exc is recorder.raised}
+    finally:
+        recorder.recording = False  # what the world does to read RESULT is not the program's
     if "RESULT" not in ns:
         return {"status": RESULT_ERROR, "error": "the program did not assign RESULT"}
     try:
@@ -146,14 +165,19 @@ def execute(world, code: str, case: dict) -> dict:
 def execute_calls(world, job: dict, case: dict) -> dict:
     """A tool-calling episode on one test case (`scenarios.calling`): the setup block, then each of the job's calls
     in order, each result bound to a handle; with `submit` (submit_result's items), RESULT and side effects as a
-    program's. The report carries a summary of the setup's values and of every call's result or error."""
+    program's. The report carries a summary of the setup's values and of every call's result or error, and the
+    calls' trace as a program's report does (the diagnosis reads tool calls and programs alike)."""
     tools = world.tools()
-    ns, before, failed = _setup(world, case)
+    recorder = Recorder(world.trace_value)
+    ns, before, failed = _setup(world, case, recorder)
     if failed:
         return failed
     handles = setup_handles(ns, before, tools.hidden)
     report = {"setup": {k: tools.describe(v) for k, v in handles.items()}}
+    recorder.start(ns, [name for name in ns if name not in before])
     report["calls"] = run_calls(tools, ns, handles, job["calls"])
+    recorder.recording = False
+    report["trace"] = recorder.to_plain()
     if job.get("submit") is None:
         return {"status": RESULT_ERROR, "error": "no result was submitted (submit_result was not called)", **report}
     try:
@@ -171,7 +195,7 @@ def trace_program(world, code: str, case: dict) -> dict:
     if failed:
         return failed
     tracer = Tracer(setup_handles(ns, before, world.tools().hidden), world.plain)
-    world.trace(ns, tracer)
+    world.trace_as_tools(ns, tracer)
     try:
         exec(compile(code, "<reference>", "exec"), ns)
         submit = tracer.result_items(ns["RESULT"])
@@ -374,8 +398,8 @@ class Runner:
                 report = _checked_report(data)
             if batch is not None:
                 report["batch"] = reports
-            elif report["status"] == OK:
-                report["state"] = world.snapshot(report.pop("recorded", None))
+            else:
+                _read_world(world, report)
             report["seconds"] = round(seconds, 4)
             report["output"] = output
             report["containment"] = self.containment
@@ -402,8 +426,7 @@ class Runner:
             if how != "done":
                 break
             report = _checked_report(data)
-            if report["status"] == OK:
-                report["state"] = world.snapshot(report.pop("recorded", None))
+            _read_world(world, report)
             reports.append(report)
             if k + 1 == n:
                 break
@@ -416,6 +439,19 @@ class Runner:
             except OSError:  # the child is gone: the next _collect says so
                 pass
         return reports, keep
+
+
+def _read_world(world, report: dict) -> None:
+    """Complete a child's report from the world, in the worker, before the world is reset: the trace (the calls
+    the world holds, e.g. a service's log, bound to the setup's values) and, for a program that ran, the state."""
+    child = report.pop("trace", None)
+    if isinstance(child, dict):
+        try:
+            report["trace"] = bind(world.calls(child.get("calls")), child.get("inputs"))
+        except Exception:  # noqa: BLE001 - a log the program damaged: no trace, and the verdict stands
+            report["trace"] = None
+    if report["status"] == OK:
+        report["state"] = world.snapshot(report.pop("recorded", None))
 
 
 def _checked_report(data: bytes) -> dict:

@@ -332,6 +332,21 @@ class World(ABC):
         """Side effects the child itself holds (e.g. an in-process tool log), as plain data; runs in the child."""
         return None
 
+    def trace_value(self, obj: Any) -> Any:
+        """Plain data for an API argument or result in a trace (runs in the child); by default as for RESULT. A
+        world whose values are large may give less, as long as equal values give equal data and unequal ones not."""
+        return self.canonical(obj)
+
+    def record_calls(self, namespace: dict, recorder) -> None:
+        """Have the program's calls to the scenario's API reach `recorder` (a `scenarios.trace.Recorder`): runs in
+        the child, after `namespace` and before the setup block. A world whose calls are recorded elsewhere (at a
+        service, see `calls`) does nothing here."""
+
+    def calls(self, recorded: Any) -> Any:
+        """The test case's raw API calls (`scenarios.trace.raw_call`), read in the worker after the child has
+        exited; `recorded` is what the child's recorder holds. By default that is the record."""
+        return recorded
+
     def snapshot(self, recorded: Any) -> Any:
         """The test case's side effects as plain data, read in the worker after the child has exited.
 
@@ -350,9 +365,10 @@ class World(ABC):
         for a model. None: this world is not served as tools."""
         return None
 
-    def trace(self, namespace: dict, tracer) -> None:
+    def trace_as_tools(self, namespace: dict, tracer) -> None:
         """Make a trusted program's API calls in `namespace` report to `tracer` (a `scenarios.calling.Tracer`), so
-        that the reference program can be replayed as tool calls."""
+        that the reference program can be replayed as tool calls. (Not the diagnosis's trace, which
+        `record_calls` takes of any program, by value, for comparison with the reference's.)"""
         raise NotImplementedError(f"{type(self).__name__} cannot trace programs into tool calls")
 
     def plain(self, value: Any) -> Any:

@@ -281,13 +281,14 @@ def _rescore(sub: Submission, tasks, rescore, sandbox, timeout_s, workers, repor
 
 
 def _as_submitted(rescored: dict, submitted: dict) -> dict:
-    """The re-scored summary in the submission's format: a results.json written before success@k existed has
-    none, and is compared on what it does report (its pass@k and statuses)."""
-    if any(key.startswith("success@") for key in submitted.get("overall", {})):
-        return rescored
+    """The re-scored summary in the submission's format: a results.json written before success@k or the
+    diagnosis existed has none, and is compared on what it does report (its pass@k and statuses)."""
+    reported = submitted.get("overall", {})
+    dropped = [k for k in rescored["overall"]
+               if k not in reported and (k.startswith("success@") or k == "diagnosis")]
     for block in [rescored["overall"], *rescored["scenarios"].values()]:
-        for key in [k for k in block if k.startswith("success@")]:
-            del block[key]
+        for key in dropped:
+            block.pop(key, None)
     return rescored
 
 

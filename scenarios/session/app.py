@@ -27,6 +27,7 @@ import enum
 import json
 import sqlite3
 from typing import Any
+from urllib.parse import parse_qsl
 
 from fastapi import FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -41,6 +42,7 @@ SessionType = enum.Enum("SessionType", {t: t for t in store.SESSION_TYPES}, type
 SessionType.__doc__ = "The eight session types; each is a separate collection."
 
 MAX_BODY_BYTES = 1024 * 1024  # session data is a small JSON object; a megabyte leaves ample room
+NO_BODY = (204, 304)  # statuses whose answers have no body
 _REASONS = {400: "Bad Request", 404: "Not Found", 409: "Conflict", 413: "Payload Too Large"}
 _DATA_BODY = {
     "required": True,
@@ -142,8 +144,58 @@ def _not_found() -> ServiceError:
     return ServiceError(404, "Session not found")
 
 
-def create_app(db_path: str) -> FastAPI:
-    """The app over one database file (created when missing)."""
+class CallLog:
+    """ASGI middleware that keeps every answered request in the database's call log (`store.log_call`): method,
+    route template, path and query parameters, body, status and answer, as the service saw them, so the log holds
+    what any HTTP client sent. The row is written before the client can have the whole answer (before its last
+    byte, or with the status line of an answer without a body, which a client takes as complete at once: a 204,
+    an empty 200), so a client that has its answer finds its request logged."""
+
+    def __init__(self, app, conn: sqlite3.Connection):
+        self.app, self.conn = app, conn
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        body, answer, status, logged = bytearray(), bytearray(), [0], [False]
+
+        async def receive_logged():
+            message = await receive()
+            if message["type"] == "http.request" and len(body) <= MAX_BODY_BYTES:
+                body.extend(message.get("body", b"")[:MAX_BODY_BYTES + 1 - len(body)])
+            return message
+
+        def log() -> None:
+            route = scope.get("route")
+            store.log_call(self.conn, {
+                "method": scope["method"], "path": scope["path"], "route": getattr(route, "path", None),
+                "params": dict(scope.get("path_params") or {}),
+                "query": [list(kv) for kv in parse_qsl(scope.get("query_string", b"").decode("latin-1"),
+                                                       keep_blank_values=True)],
+                "body": body.decode("utf-8", "replace"), "status": status[0],
+                "answer": answer.decode("utf-8", "replace"),
+            })
+            logged[0] = True
+
+        async def send_logged(message):
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+                length = dict(message.get("headers") or []).get(b"content-length")
+                if length == b"0" or status[0] in NO_BODY or status[0] < 200 or scope["method"] == "HEAD":
+                    log()
+            elif message["type"] == "http.response.body" and not logged[0]:
+                if len(answer) <= MAX_BODY_BYTES:
+                    answer.extend(message.get("body", b"")[:MAX_BODY_BYTES + 1 - len(answer)])
+                if not message.get("more_body", False):
+                    log()
+            await send(message)
+
+        await self.app(scope, receive_logged, send_logged)
+
+
+def create_app(db_path: str, log_calls: bool = False) -> FastAPI:
+    """The app over one database file (created when missing); with `log_calls`, every answered request is kept in
+    the database's call log (`CallLog`: the sandbox reads a test case's API calls from it)."""
     conn: sqlite3.Connection = store.connect(db_path)
     app = FastAPI(
         title="Session Service",
@@ -153,6 +205,8 @@ def create_app(db_path: str) -> FastAPI:
     )
     app.state.db_path = db_path
     _without_422(app)
+    if log_calls:
+        app.add_middleware(CallLog, conn=conn)
 
     @app.exception_handler(ServiceError)
     async def _service_error(request: Request, exc: ServiceError):

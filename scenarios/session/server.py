@@ -49,14 +49,14 @@ def default_db() -> Path:
 
 
 def serve(host: str = "127.0.0.1", port: int = 18080, db: str | None = None, fd: int | None = None,
-          exit_with_parent: bool = False, log_level: str = "info") -> None:
+          exit_with_parent: bool = False, log_level: str = "info", log_calls: bool = False) -> None:
     """Run the service until interrupted (or until the parent exits, with `exit_with_parent`); `db` defaults to
-    `default_db()`."""
+    `default_db()`; `log_calls`: keep every answered request in the database (see `app.CallLog`)."""
     import uvicorn
 
     from scenarios.session.app import create_app
 
-    app = create_app(db or str(default_db()))
+    app = create_app(db or str(default_db()), log_calls)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=log_level == "debug",
                             lifespan="off", timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)
@@ -116,7 +116,7 @@ class ServiceProcess:
             with open(self.log_path, "ab") as log:
                 self.proc = subprocess.Popen(
                     [sys.executable, "-m", "scenarios.session", "serve", "--fd", str(fd), "--db", self.db_path,
-                     "--exit-with-parent", "--log-level", "warning"],
+                     "--exit-with-parent", "--log-level", "warning", "--log-calls"],
                     pass_fds=(fd,), stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
                 )
             limit = MEMORY_LIMIT_MB * 1024 * 1024
@@ -161,7 +161,9 @@ class ServiceProcess:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
             conn.request("GET", "/info")
-            return conn.getresponse().status == 200
+            response = conn.getresponse()
+            response.read()  # the whole answer: the service has logged this request (`app.CallLog`) once it is sent
+            return response.status == 200
         except OSError:
             return False
         finally:

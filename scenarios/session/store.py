@@ -57,6 +57,10 @@ CREATE TABLE IF NOT EXISTS minted (                -- ids handed out since the l
     PRIMARY KEY (source, type, checksum, n)
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS calls (                 -- requests answered since the last reset, in order
+    seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+    call     TEXT NOT NULL                         -- JSON: method, route, params, query, body, status, answer
+);
 """
 
 
@@ -184,6 +188,7 @@ def reset(conn: sqlite3.Connection, sessions: Iterable[dict], salt: str) -> None
     try:
         conn.execute("DELETE FROM sessions")
         conn.execute("DELETE FROM minted")
+        conn.execute("DELETE FROM calls")
         conn.execute("DELETE FROM sqlite_sequence WHERE name='sessions'")
         conn.executemany("INSERT INTO sessions (id, source, type, checksum, data) VALUES (?, ?, ?, ?, ?)", rows)
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('salt', ?)", (salt,))
@@ -191,6 +196,16 @@ def reset(conn: sqlite3.Connection, sessions: Iterable[dict], salt: str) -> None
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+
+
+def log_call(conn: sqlite3.Connection, call: dict) -> None:
+    """Keep one answered request (the service's call log, read back with `calls`)."""
+    conn.execute("INSERT INTO calls (call) VALUES (?)", (json.dumps(call, ensure_ascii=False),))
+
+
+def calls(conn: sqlite3.Connection) -> list[dict]:
+    """The requests answered since the last reset, oldest first."""
+    return [json.loads(r[0]) for r in conn.execute("SELECT call FROM calls ORDER BY seq")]
 
 
 def snapshot(conn: sqlite3.Connection) -> dict:

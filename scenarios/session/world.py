@@ -37,6 +37,7 @@ from scenarios.calling import Tools, Tracer
 from scenarios.session import store
 from scenarios.session.doc import operations
 from scenarios.session.server import ServiceProcess
+from scenarios.trace import raw_call
 
 ASSET_KIND = "sessions"
 # How long the previous test case's requests may keep the service busy before it is restarted instead. A
@@ -49,6 +50,37 @@ def _sessions_asset(case: dict) -> bytes:
         if a["kind"] == ASSET_KIND:
             return bytes(a["data"])
     return b"[]"
+
+
+# Arguments that name where a call goes rather than data it carries: a session type, a queried field.
+OPTIONS = frozenset({"type", "field"})
+ERROR_STATUS = 400  # an answer from this status up is a refused call: the trace records it as an error
+
+
+def _parsed(text: str):
+    """A body as JSON when it is JSON, else the text (None when empty)."""
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def service_call(logged: dict) -> dict:
+    """One logged request as a raw call (`scenarios.trace.raw_call`): the API is the method and the route
+    template (`PUT /api/sessions/{source}/{type}/{id}`; the path itself when no route matched), the arguments are
+    the path and query parameters and the body, the result is the status and the answer."""
+    api = f"{logged['method']} {logged.get('route') or logged['path']}"
+    args = dict(logged.get("params") or {})
+    for key, value in logged.get("query") or []:
+        args.setdefault(key, value)
+    body = _parsed(logged.get("body") or "")
+    if body is not None:
+        args["body"] = body
+    status = int(logged.get("status") or 0)
+    result = {"status": status, "body": _parsed(logged.get("answer") or "")}
+    return raw_call(api, args, OPTIONS, result, f"HTTP {status}" if status >= ERROR_STATUS else None)
 
 
 class SessionWorld(World):
@@ -88,6 +120,11 @@ class SessionWorld(World):
 
         return {"service_url": service_url}
 
+    def calls(self, recorded):
+        """The requests the service answered during the test case, read from its call log (`app.CallLog`), not
+        from the child: whatever HTTP client the program used, this is what reached the service."""
+        return [service_call(c) for c in store.calls(self._conn)]
+
     def snapshot(self, recorded):
         return store.snapshot(self._conn)
 
@@ -113,7 +150,7 @@ class SessionWorld(World):
                                     json=body, timeout=SETTLE_TIMEOUT_S * 5)
         return {"status": response.status_code, "body": _json_or_text(response)}
 
-    def trace(self, namespace: dict, tracer: Tracer) -> None:
+    def trace_as_tools(self, namespace: dict, tracer: Tracer) -> None:
         """The reference's `requests` calls, matched to the endpoint their URL and method name."""
         ops = sorted(self._operations().values(), key=lambda op: len(op.path_params))  # `/query` before `/{id}`
         for method in ("get", "post", "put", "delete"):

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import base64
+import functools
+import hashlib
 import inspect
 
 import torch
+import torch.nn.functional as F
 
 from scenarios.base import World, canonicalize
 from scenarios.calling import Tools, Tracer
@@ -33,6 +36,23 @@ class TensorWorld(World):
             return flat.reshape(meta["shape"]).clone()
 
         return {"load_tensor": load_tensor}
+
+    def trace_value(self, obj):
+        """A tensor as its dtype, shape and a digest of its bytes: a trace compares values exactly and never needs
+        them back, so hashing the bytes spares encoding them (RESULT keeps them, compared with a tolerance)."""
+        return canonicalize(obj, self._trace_leaf)
+
+    def _trace_leaf(self, obj):
+        if isinstance(obj, torch.Tensor):
+            t = obj.detach().cpu().resolve_conj().resolve_neg().contiguous()
+            data = t.reshape(-1).view(torch.uint8).numpy().tobytes()
+            return {"__tensor__": {"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape),
+                                   "#": hashlib.blake2b(data, digest_size=8).hexdigest()}}
+        return self.canonical_leaf(obj)
+
+    def record_calls(self, namespace: dict, recorder) -> None:
+        _install()  # once per child (see TRACED below): the programs of a batch share the wrappers
+        _Current.recorder = recorder
 
     def canonical_leaf(self, obj):
         if isinstance(obj, torch.Tensor):
@@ -71,7 +91,7 @@ class TensorWorld(World):
 
         return canonicalize(value, leaf)
 
-    def trace(self, namespace: dict, tracer: Tracer) -> None:
+    def trace_as_tools(self, namespace: dict, tracer: Tracer) -> None:
         for op in OPERATIONS:
             module, attr = _module_of(op)
             setattr(module, attr, tracer.wrap(op.spec(), getattr(module, attr), _signature(op)))
@@ -98,3 +118,90 @@ def _signature(op) -> inspect.Signature:
     kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
     return inspect.Signature([inspect.Parameter(name, kind, default=schema.get("default", inspect.Parameter.empty))
                               for name, schema in op.parameters.items()])
+
+# ------------------------------------------------------------------------------------------------- traces
+#
+# The six APIs of the state machine, wherever a program reaches them: torch's functions (and the aliases of cat),
+# torch.nn.functional's, and the Tensor methods of the same name. Each is recorded under one name with its
+# arguments by parameter name, defaults filled in and equivalent spellings made one (a negative or swapped
+# dimension, `stride=1` and `stride=(1, 1)`), so that a call is compared for what it does, not how it was written.
+# The wrappers are installed in the sandbox child only (a forked process of its own): `import torch` in a program
+# finds them, and the worker's torch is never touched.
+
+OPTIONS = frozenset({"dim", "dim0", "dim1", "dims", "split_size_or_sections", "stride", "padding", "dilation",
+                     "groups"})
+
+
+def _dim(d, x) -> int:
+    return d % x.dim() if isinstance(d, int) and isinstance(x, torch.Tensor) and x.dim() else d
+
+
+def _pair(v):
+    return [v, v] if isinstance(v, int) and not isinstance(v, bool) else v
+
+
+def _cat(tensors, dim=0, **_):
+    first = tensors[0] if isinstance(tensors, (list, tuple)) and tensors else None
+    return {"tensors": list(tensors), "dim": _dim(dim, first)}
+
+
+def _split(tensor, split_size_or_sections=None, dim=0, split_size=None, **_):
+    sizes = split_size if split_size_or_sections is None else split_size_or_sections
+    return {"tensor": tensor, "split_size_or_sections": sizes, "dim": _dim(dim, tensor)}
+
+
+def _transpose(input, dim0, dim1, **_):  # noqa: A002 - torch's parameter name
+    return {"input": input, "dims": sorted([_dim(dim0, input), _dim(dim1, input)])}
+
+
+def _permute(input, *dims, **kwargs):  # noqa: A002
+    dims = kwargs.get("dims", dims[0] if len(dims) == 1 and isinstance(dims[0], (list, tuple)) else dims)
+    return {"input": input, "dims": [_dim(d, input) for d in dims]}
+
+
+def _linear(input, weight, bias=None, **_):  # noqa: A002
+    return {"input": input, "weight": weight, "bias": bias}
+
+
+def _conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, **_):  # noqa: A002
+    padding = [0, 0] if padding == "valid" else _pair(padding)
+    return {"input": input, "weight": weight, "bias": bias, "stride": _pair(stride), "padding": padding,
+            "dilation": _pair(dilation), "groups": groups}
+
+
+TRACED = (  # (owner, attribute, name recorded, arguments)
+    (torch, "cat", "torch.cat", _cat),
+    (torch, "concat", "torch.cat", _cat),
+    (torch, "concatenate", "torch.cat", _cat),
+    (torch, "split", "torch.split", _split),
+    (torch.Tensor, "split", "torch.split", _split),
+    (torch, "transpose", "torch.transpose", _transpose),
+    (torch.Tensor, "transpose", "torch.transpose", _transpose),
+    (torch, "permute", "torch.permute", _permute),
+    (torch.Tensor, "permute", "torch.permute", _permute),
+    (F, "linear", "F.linear", _linear),
+    (F, "conv2d", "F.conv2d", _conv2d),
+)
+
+
+class _Current:
+    recorder = None  # the recorder of the program running in this child
+
+
+def _traced(fn, api: str, arguments):
+    @functools.wraps(fn)
+    def traced(*args, **kwargs):
+        recorder = _Current.recorder
+        if recorder is None or not recorder.recording:
+            return fn(*args, **kwargs)
+        return recorder.run(api, lambda: arguments(*args, **kwargs), lambda: fn(*args, **kwargs), OPTIONS)
+
+    traced.__stateeval_traced__ = True
+    return traced
+
+
+def _install() -> None:
+    for owner, attr, api, arguments in TRACED:
+        fn = getattr(owner, attr)
+        if not getattr(fn, "__stateeval_traced__", False):
+            setattr(owner, attr, _traced(fn, api, arguments))

@@ -34,6 +34,13 @@ class VoiceWorld(World):
 
         return {"load_speech": load_speech, **lab.tools()}
 
+    def record_calls(self, namespace: dict, recorder) -> None:
+        """Each tool in the program's globals records its calls: arguments by parameter name with defaults filled
+        in, and a speech passed by its `speech_id` recorded as the speech it names (the same call either way)."""
+        lab = self._lab
+        for name in TOOL_NAMES:
+            namespace[name] = _traced(lab, recorder, name, namespace[name])
+
     def canonical_leaf(self, obj):
         if isinstance(obj, Speech):
             return {SPEECH_TAG: obj.to_plain()}
@@ -74,7 +81,7 @@ class VoiceWorld(World):
 
         return canonicalize(value, leaf)
 
-    def trace(self, namespace: dict, tracer: Tracer) -> None:
+    def trace_as_tools(self, namespace: dict, tracer: Tracer) -> None:
         specs = self.tools().specs
         for name in TOOL_NAMES:
             fn = namespace[name]
@@ -84,3 +91,21 @@ class VoiceWorld(World):
         if isinstance(value, Speech):
             return value.speech_id
         return self.canonical(value)
+
+
+def _traced(lab: VoiceLab, recorder, name: str, tool):
+    signature = inspect.signature(tool)
+
+    def arguments(*args, **kwargs) -> dict:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        values = dict(bound.arguments)
+        if isinstance(values.get("speech"), str) and values["speech"] in lab.speeches:
+            values["speech"] = lab.speeches[values["speech"]]
+        return values
+
+    def traced(*args, **kwargs):
+        return recorder.run(name, lambda: arguments(*args, **kwargs), lambda: tool(*args, **kwargs))
+
+    traced.__name__, traced.__doc__, traced.__signature__ = name, tool.__doc__, signature
+    return traced

@@ -101,6 +101,14 @@ def test_reference_model_scores_100_percent(reference_run, rows, manifest):
     assert report["summary"]["overall"]["pass@1"] == 1.0
     assert report["summary"]["scenarios"]["tensor"]["pass@1"] == 1.0
     assert report["summary"]["overall"]["statuses"]["pass"] == len(rows)
+    # the reference makes the reference's calls: full partial credit, and no cause
+    metrics = ("api_match", "arg_match", "seq_match", "connected_match", "binding_accuracy")
+    for s in samples:
+        assert {m: s["diagnosis"][m] for m in metrics} == dict.fromkeys(metrics, 1.0), s["task_id"]
+        assert s["diagnosis"]["first_divergence"] is None and "cause" not in s["diagnosis"]
+    diagnosis = report["summary"]["overall"]["diagnosis"]
+    assert {m: diagnosis[m] for m in metrics} == dict.fromkeys(metrics, 1.0)
+    assert sum(diagnosis["causes"].values()) == 0
 
 
 def test_reference_run_keeps_its_generations(reference_run, rows):
@@ -138,6 +146,10 @@ def test_samples_that_return_none_score_zero(small_dataset, rows, tmp_path, hf_c
     assert len(report["samples"]) == len(rows)
     assert {s["status"] for s in report["samples"]} == {"result_error"}
     assert report["summary"]["overall"]["statuses"]["result_error"] == len(rows)
+    # no call made: every sample misses every call, which the table names as the top cause
+    assert {s["diagnosis"]["cause"] for s in report["samples"]} == {"missing_call"}
+    assert report["summary"]["overall"]["diagnosis"]["arg_match"] == 0.0
+    assert overall["arg_match"] == "0.00" and proc.stdout.splitlines()[2 + 1].endswith(f"missing_call {len(rows)}")
 
 
 def test_several_samples_per_task_give_pass_at_k(small_dataset, rows, tmp_path, hf_cache):
@@ -281,11 +293,11 @@ def test_help(hf_cache):
         assert option in proc.stdout
 
 
-def test_plot_writes_the_two_figures(small_dataset, tmp_path, hf_cache):
+def test_plot_writes_the_four_figures(small_dataset, tmp_path, hf_cache):
     proc = evaluate("--model", "reference", "--dataset", str(small_dataset), "--out", str(tmp_path), "--plot",
                     hf_cache=hf_cache)
     assert proc.returncode == 0, proc.stderr
-    for name in ("pass_at_1.png", "error_types.png"):
+    for name in ("pass_at_1.png", "error_types.png", "causes.png", "partial_credit.png"):
         png = tmp_path / "reference" / "local" / name
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 2000
         assert str(png) in proc.stdout

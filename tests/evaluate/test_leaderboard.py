@@ -173,20 +173,25 @@ def test_an_edited_generation_is_refused(lb, tmp_path):
     report = validate(folder, str(lb.dataset_v1), workers=2)
     assert not report.ok and list(report.tasks) == ["tensor-0003"]
     assert "submitted pass, re-scored result_error" in report.tasks["tensor-0003"][0]
-    assert report.summary == ["overall.pass@1: submitted 1.0, re-scored 0.9166666666666666",
-                              "overall.statuses.pass: submitted 12, re-scored 11",
-                              "overall.statuses.result_error: submitted 0, re-scored 1",
-                              "scenarios.tensor.pass@1: submitted 1.0, re-scored 0.9166666666666666",
-                              "scenarios.tensor.statuses.pass: submitted 12, re-scored 11",
-                              "scenarios.tensor.statuses.result_error: submitted 0, re-scored 1"]
+    assert [line for line in report.summary if ".diagnosis." not in line] == [
+        "overall.pass@1: submitted 1.0, re-scored 0.9166666666666666",
+        "overall.statuses.pass: submitted 12, re-scored 11",
+        "overall.statuses.result_error: submitted 0, re-scored 1",
+        "scenarios.tensor.pass@1: submitted 1.0, re-scored 0.9166666666666666",
+        "scenarios.tensor.statuses.pass: submitted 12, re-scored 11",
+        "scenarios.tensor.statuses.result_error: submitted 0, re-scored 1"]
+    # the diagnosis is re-scored too: the edited reply makes none of the reference's calls
+    assert "overall.diagnosis.causes.missing_call: submitted 0, re-scored 1" in report.summary
+    assert any(line.startswith("overall.diagnosis.arg_match: submitted 1.0, re-scored 0.91") for line in report.summary)
 
 
-def test_a_results_json_from_before_success_at_k_still_validates(lb, tmp_path):
+@pytest.mark.parametrize("dropped", [("diagnosis",), ("success@", "diagnosis")])
+def test_a_results_json_from_before_success_at_k_or_the_diagnosis_still_validates(lb, tmp_path, dropped):
     folder = copy(lb.submissions["zeta"], tmp_path / "legacy")
 
     def drop_success(results):
         for block in [results["summary"]["overall"], *results["summary"]["scenarios"].values()]:
-            for key in [k for k in block if k.startswith("success@")]:
+            for key in [k for k in block if k.startswith(dropped)]:
                 del block[key]
 
     edit_json(folder / "results.json", drop_success)

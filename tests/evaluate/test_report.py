@@ -19,8 +19,8 @@ LIMIT = 4
 
 @pytest.fixture(scope="module")
 def two_runs(small_dataset, small_tasks, tmp_path_factory):
-    """(reference results.json, samples results.json): the samples get task 1 wrong (RESULT = None, it runs) and
-    task 2 raising (it does not run), the rest right."""
+    """(reference results.json, samples results.json): the samples get task 1 wrong (RESULT = None, it runs but
+    makes none of the calls) and task 2 raising in its own code (it does not run), the rest right."""
     from evaluate.run import EvalConfig, run
 
     out = tmp_path_factory.mktemp("report")
@@ -39,14 +39,17 @@ def test_two_real_runs_side_by_side(two_runs, capsys):
     assert main([str(reference.parent), str(wrong)]) == 0  # a run folder or its results.json
     table = [line for line in capsys.readouterr().out.splitlines() if line.startswith("|")]
     head = [c.strip() for c in table[0].strip("|").split("|")]
-    assert head == ["model", "run", "variant", "dataset", "n", "tasks", "pass@1", "success@1", "tokens", "cost",
-                    "tensor pass@1"]
+    assert head == ["model", "run", "variant", "dataset", "n", "tasks", "pass@1", "success@1", "arg_match",
+                    "top causes", "tokens", "cost", "tensor pass@1"]
     rows = {r["model"]: r for r in (dict(zip(head, (c.strip() for c in line.strip("|").split("|"))))
                                     for line in table[2:])}
     assert set(rows) == {"reference", "wrong"}
     assert rows["reference"]["pass@1"] == "100.0%" and rows["reference"]["success@1"] == "100.0%"
     assert rows["wrong"]["pass@1"] == "50.0%" and rows["wrong"]["success@1"] == "75.0%"
     assert rows["wrong"]["tensor pass@1"] == "50.0%"
+    assert rows["reference"]["arg_match"] == "1.00" and rows["reference"]["top causes"] == "-"
+    assert rows["wrong"]["arg_match"] == "0.50"  # two right programs, and two that make no call
+    assert rows["wrong"]["top causes"] == "crash 1, missing_call 1"
     data = json.loads(reference.read_text())
     assert rows["reference"]["tokens"] == f"~{data['usage']['overall']['total_tokens']:,}"  # a cl100k estimate
     assert rows["reference"]["cost"] == f"${data['usage']['overall']['cost_usd']:.4f}"
