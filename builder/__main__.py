@@ -20,6 +20,11 @@ from scenarios import scenario_names
 
 
 def parse_args(argv: list[str] | None = None) -> BuildConfig:
+    return parse(argv)[0]
+
+
+def parse(argv: list[str] | None = None) -> tuple[BuildConfig, bool]:
+    """The build's configuration, and whether --overwrite was given (how to run it, not part of it)."""
     d = BuildConfig()
     p = Parser(
         prog="python -m builder",
@@ -36,7 +41,17 @@ def parse_args(argv: list[str] | None = None) -> BuildConfig:
     p.add_argument("--n", type=int, default=d.n, help="programs fuzzed per scenario; rejected ones are dropped "
                    f"(default {d.n})")
     p.add_argument("--seed", type=int, default=d.seed, help="build seed; a new seed gives a fresh split (default 0)")
-    p.add_argument("--out", default=d.out, help=f"output folder (default {d.out}); an earlier build there is replaced")
+    p.add_argument("--out", default=d.out, help=f"output folder (default {d.out}); an earlier build there is replaced "
+                   "when the new one is complete. Shards are written as they finish into .OUT.partial beside it: "
+                   "after a Ctrl-C or a crash the same command resumes from them, with the same bytes as one "
+                   "uninterrupted build")
+    p.add_argument("--overwrite", action="store_true",
+                   help="discard the finished shards of an unfinished build of --out and start afresh (needed to "
+                        "build other settings into that --out; without it the same command resumes)")
+    p.add_argument("--shard-size", type=at_least_one, default=d.shard_size,
+                   help=f"tasks per Parquet shard, and most task records held in memory at once: a build's memory "
+                        f"does not grow with --n (default {d.shard_size}; another value gives other shard files "
+                        f"and so another content hash)")
     p.add_argument("--translator", default=d.translator,
                    help="how programs become instructions: 'template' (offline, default), or generator + "
                         "evaluator agents on a model: openai:MODEL, vllm:MODEL, hf:PATH (e.g. hf:smollm2)")
@@ -93,7 +108,8 @@ def parse_args(argv: list[str] | None = None) -> BuildConfig:
             calls_per_path=a.calls_per_path, branches=a.branches, branch_probability=a.branch_probability,
             coverage=a.coverage, recency=a.recency, created_at=a.created_at, timeout_s=a.timeout_s, redraws=a.redraws,
             mutants=a.mutants, probes=a.probes, fresh=a.fresh, against=a.against, ngram_share=a.ngram_share,
-        )
+            shard_size=a.shard_size,
+        ), a.overwrite
     except ValueError as exc:
         p.error(str(exc))
 
@@ -104,17 +120,21 @@ def main(argv: list[str] | None = None) -> int:
         from builder.publish import main as publish_main
 
         return publish_main(argv[1:])
-    config = parse_args(argv)
+    config, overwrite = parse(argv)
+    from builder.checkpoint import describe
     from builder.dataset import DatasetError
     from builder.pipeline import build, translation_cache
 
     try:
-        report = build(config)
+        report = build(config, overwrite)
     except (DatasetError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # the folder is written atomically at the very end: an interrupt leaves it as it was
+    except KeyboardInterrupt:  # the folder is renamed into place at the very end: an interrupt leaves it as it was
         note = f"{config.out} was left as it was"
+        kept = describe(config.out)
+        if kept:
+            note += f"; {kept}"
         if config.translator != "template":
             note += (f"; the translation replies that arrived are cached in {translation_cache(config).parent}, "
                      "re-run the same command to resume")

@@ -30,6 +30,7 @@ class BuildConfig:
     redraws: int = 2  # test cases with freshly drawn values of the same schema, besides original and flipped
     mutants: int = 24  # most mutants of a reference tried per task (builder/mutate.py); 0 skips the analysis
     probes: int = 4  # fresh inputs a surviving mutant is tried on before it counts as equivalent
+    shard_size: int = 500  # tasks per Parquet shard: the build holds at most this many records at once
     # Fresh splits (builder/fresh.py): releases whose tasks this build must not repeat (folders or ORG/NAME@vX.Y.Z)
     fresh: bool = False  # a new seed, today's date, and the overlap filter against `against`
     against: list[str] = field(default_factory=list)
@@ -51,6 +52,8 @@ class BuildConfig:
             raise ValueError("--redraws must be at least 2 (every task carries two test inputs of fresh values)")
         if self.mutants < 0 or self.probes < 0:
             raise ValueError("--mutants and --probes must be 0 or more")
+        if self.shard_size < 1:
+            raise ValueError("--shard-size must be at least 1 (tasks per shard; the default is 500)")
         if self.max_rounds < 1:
             raise ValueError("--max-rounds must be at least 1")
         if self.translator != "template":

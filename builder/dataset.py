@@ -1,6 +1,7 @@
 """Writing the dataset folder: Parquet shards with an explicit schema, the card, and MANIFEST.json.
 
-The folder is written next to its destination and renamed into place, so a crash never leaves a half-written
+Shards are written one at a time, as the build finishes them, into a folder next to the destination
+(`builder/checkpoint.py`); the finished folder is renamed into place, so a crash never leaves a half-written
 dataset where a previous good one was. Shard bytes depend only on the records (no timestamps, no pandas
 metadata), so the same seed, created_at and versions give byte-identical shards.
 """
@@ -21,27 +22,28 @@ from cards import DATASET_CARD, template
 from evaluate.data import DATA_DIR, MANIFEST, SCHEMA, DatasetError, TaskRecord, content_hash, file_sha256
 from evaluate.provenance import library_versions
 
-ROWS_PER_SHARD = 500
+def shard_name(scenario: str, k: int, digest: str, total: int | None = None) -> str:
+    """A shard's path in the folder: while the build runs the number of shards is unknown (`total` None); the
+    finished folder names it, as `datasets` expects (`tensor-00000-of-00002-<sha256[:12]>.parquet`).
 
-
-def _write_shards(folder: Path, scenario: str, records: list[TaskRecord]) -> dict[str, str]:
-    """Write a scenario's shards; return {relative path: sha256}.
-
-    Each shard's name ends with the start of its own sha256, and the card lists the exact names: `datasets`
-    keys its cache for a local folder on the card's YAML, so a rebuilt folder with the same names would be
-    served the previous build's rows.
+    Each name ends with the start of the shard's own sha256, and the card lists the exact names: `datasets` keys
+    its cache for a local folder on the card's YAML, so a rebuilt folder with the same names would be served the
+    previous build's rows.
     """
-    chunks = [records[i:i + ROWS_PER_SHARD] for i in range(0, len(records), ROWS_PER_SHARD)] or [[]]
-    files = {}
-    for k, chunk in enumerate(chunks):
-        tmp = folder / DATA_DIR / f".{scenario}-{k}.tmp"
-        table = pa.Table.from_pylist([r.to_row() for r in chunk], schema=SCHEMA)
-        pq.write_table(table, tmp, compression="zstd", write_statistics=True)
-        digest = file_sha256(tmp)
-        rel = f"{DATA_DIR}/{scenario}-{k:05d}-of-{len(chunks):05d}-{digest[:12]}.parquet"
-        tmp.rename(folder / rel)
-        files[rel] = digest
-    return files
+    of = "" if total is None else f"-of-{total:05d}"
+    return f"{DATA_DIR}/{scenario}-{k:05d}{of}-{digest[:12]}.parquet"
+
+
+def write_shard(folder: Path, scenario: str, k: int, records: list[TaskRecord]) -> tuple[str, str]:
+    """Write shard `k` of a scenario under its unfinished name; return (relative path, sha256). Its bytes depend
+    only on the records, so the same records give the same shard whichever run of a resumed build wrote it."""
+    tmp = folder / DATA_DIR / f".{scenario}-{k}.tmp"
+    table = pa.Table.from_pylist([r.to_row() for r in records], schema=SCHEMA)
+    pq.write_table(table, tmp, compression="zstd", write_statistics=True)
+    digest = file_sha256(tmp)
+    rel = shard_name(scenario, k, digest)
+    tmp.rename(folder / rel)
+    return rel, digest
 
 
 def render_card(manifest: dict, table1: str, report: dict | None = None) -> str:
@@ -92,13 +94,6 @@ def mutation_markdown(summary: dict) -> str:
     return "\n".join(rows)
 
 
-def table1_markdown(records: dict[str, list[TaskRecord]]) -> str:
-    """The paper's Table I measured on the records themselves (builder/stats.py), in the card's scenario order."""
-    from builder.stats import format_table, table1
-
-    return format_table(table1([r for recs in records.values() for r in recs]))  # rows in the records' order
-
-
 def fresh_note(fresh: dict | None) -> str:
     """A paragraph for a fresh split's card: what it was checked against and what that cost."""
     if not fresh:
@@ -124,44 +119,47 @@ def check_out(out: Path) -> None:
         raise DatasetError(f"{out} exists and is not a StateEval dataset; choose another --out or remove it")
 
 
-def write_dataset(out: Path, records: dict[str, list[TaskRecord]], info: dict, report: dict, table1: str) -> dict:
-    """Write the folder atomically (`table1`: the card's Table I, from `table1_markdown`); return its manifest."""
+def finish_dataset(folder: Path, out: Path, shards: dict[str, list[str]], info: dict, report: dict,
+                   table1: str) -> dict:
+    """Turn a build's folder of finished shards (`shards`: each scenario's sha256s, in order, written by
+    `write_shard`) into the dataset at `out`: final shard names, MANIFEST.json, the card (`table1`: its Table I)
+    and build_report.json; then move it into place in one rename, so a crash never leaves a half-written dataset
+    where a previous good one was. Return the manifest."""
     out = Path(out)
     check_out(out)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    (tmp / DATA_DIR).mkdir(parents=True)
-    try:
-        files = {}
-        for scenario, recs in records.items():
-            files.update(_write_shards(tmp, scenario, recs))
-        manifest = {
-            "name": "stateeval",
-            "builder_version": __version__,
-            "seed": info["seed"],
-            "created_at": info["created_at"],
-            "counts": {s: len(r) for s, r in records.items()},
-            "files": files,
-            "content_hash": content_hash(files),
-            "config": info["config"],
-            # this builder's own version, which the installed distribution's metadata may not be (a checkout)
-            "versions": {**library_versions("torch", "pyarrow", "datasets", "numpy"), "stateeval": __version__},
-        }
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        (tmp / "README.md").write_text(render_card(manifest, table1, report))
-        (tmp / "build_report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-        if out.exists():
-            old = out.with_name(f".{out.name}.old-{os.getpid()}")
-            out.rename(old)
-            try:
-                tmp.rename(out)
-            except OSError:
-                old.rename(out)  # put the previous build back rather than leave nothing at --out
-                raise
-            shutil.rmtree(old)
-        else:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            tmp.rename(out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    files, counts = {}, info["counts"]
+    for scenario, digests in shards.items():
+        for k, digest in enumerate(digests):
+            final = shard_name(scenario, k, digest, len(digests))
+            unfinished = folder / shard_name(scenario, k, digest)
+            if unfinished.exists():  # else an earlier, interrupted finish renamed it already
+                unfinished.rename(folder / final)
+            files[final] = digest
+    manifest = {
+        "name": "stateeval",
+        "builder_version": __version__,
+        "seed": info["seed"],
+        "created_at": info["created_at"],
+        "counts": counts,
+        "files": files,
+        "content_hash": content_hash(files),
+        "config": info["config"],
+        # this builder's own version, which the installed distribution's metadata may not be (a checkout)
+        "versions": {**library_versions("torch", "pyarrow", "datasets", "numpy"), "stateeval": __version__},
+    }
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    (folder / "README.md").write_text(render_card(manifest, table1, report))
+    (folder / "build_report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    if out.exists():
+        old = out.with_name(f".{out.name}.old-{os.getpid()}")
+        out.rename(old)
+        try:
+            folder.rename(out)
+        except OSError:
+            old.rename(out)  # put the previous build back rather than leave nothing at --out
+            raise
+        shutil.rmtree(old)
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        folder.rename(out)
     return manifest

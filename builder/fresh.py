@@ -235,6 +235,14 @@ class FreshSplit:
 
         return keep(drafts, reason, rejections)
 
+    def tallies(self) -> dict:
+        """What `summary` counts so far, for a build's checkpoint (`restore` puts it back)."""
+        return {"checked": self.checked, "dropped": dict(self.dropped), "matched": dict(self.matched)}
+
+    def restore(self, tallies: dict) -> None:
+        self.checked = tallies["checked"]
+        self.dropped, self.matched = Counter(tallies["dropped"]), Counter(tallies["matched"])
+
     def summary(self) -> dict:
         return {
             "against": [

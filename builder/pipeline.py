@@ -9,18 +9,21 @@ the slow part, runs every test case of every task through the sandbox's warm wor
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
+import sys
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from statistics import mean
 
 from builder import __version__
 from builder.config import BuildConfig, rng_for
-from builder.dataset import check_out, table1_markdown, write_dataset
+from builder.checkpoint import CHECKPOINT, Checkpoint
+from builder.dataset import check_out, finish_dataset, write_shard
 from builder.fuzz import CoverageRecorder, NoValidCall
 from builder.mutate import analyse_mutants
+from builder.stats import Table1, exact_mean, format_table
 from builder.program import Assignment, Program, generate_program
 from builder.agents import AgentTranslator
 from builder import facts
@@ -90,37 +93,67 @@ def _case(program: Program, state: State, name: str, assignment: Assignment) -> 
                     [a.to_record() for a in state.assets.values()])
 
 
+@dataclass
+class Fuzzer:
+    """A scenario's fuzzing state, carried from program to program: the coverage recorder that steers generation,
+    a 64-bit digest of every program made so far (a repeat is dropped), and the coverage curve (one float per
+    program). Programs are made in index order, in as many `programs` calls as the build likes; `to_state` saves
+    the state in a checkpoint, so a resumed build goes on from where it stopped without making them again."""
+
+    scenario: str
+    recorder: CoverageRecorder = field(default_factory=CoverageRecorder)
+    seen: set[int] = field(default_factory=set)
+    curve: list[float] = field(default_factory=list)
+
+    def programs(self, config: BuildConfig, start: int, stop: int, rejections: Counter) -> list[Draft]:
+        """The drafts of programs `start` to `stop - 1`, which must follow the programs made before."""
+        if start != len(self.curve):
+            raise ValueError(f"{self.scenario}: program {start} asked for after {len(self.curve)} programs")
+        scenario = get_scenario(self.scenario)
+        api_names = [a.name for a in scenario.apis]
+        drafts = []
+        bar = progress(stop - start, f"fuzz {self.scenario}", "task")
+        for i in range(start, stop):
+            bar.update()
+            try:
+                program = generate_program(
+                    scenario, rng_for(config, self.scenario, i, "fuzz"), self.recorder,
+                    config.calls_per_path, config.branch_probability, config.coverage, config.branches,
+                    config.recency,
+                )
+            except NoValidCall:
+                rejections[f"{self.scenario}: fuzzer found no valid call"] += 1
+                continue
+            finally:
+                self.curve.append(self.recorder.coverage(api_names))
+            cases = make_cases(program, config, i)
+            key = int.from_bytes(hashlib.blake2b(f"{cases[0].setup_code}\0{program.reference_code()}".encode(),
+                                                 digest_size=8).digest(), "big")
+            if key in self.seen:
+                rejections[f"{self.scenario}: duplicate program"] += 1
+                continue
+            self.seen.add(key)
+            if min(len(p) for p in program.paths()) < config.calls_per_path:
+                rejections[f"{self.scenario}: too few API calls"] += 1
+                continue
+            drafts.append(Draft(f"{self.scenario}-{i:04d}", self.scenario, program, index=i, cases=cases))
+        bar.close()
+        return drafts
+
+    def to_state(self) -> dict:
+        return {"recorder": [[list(pair), count] for pair, count in self.recorder.counts.items()],
+                "seen": sorted(self.seen), "curve": self.curve}
+
+    @classmethod
+    def from_state(cls, scenario: str, state: dict) -> "Fuzzer":
+        recorder = CoverageRecorder(Counter({tuple(pair): count for pair, count in state["recorder"]}))
+        return cls(scenario, recorder, set(state["seen"]), list(state["curve"]))
+
+
 def fuzz(config: BuildConfig, scenario_name: str, rejections: Counter) -> tuple[list[Draft], list[float]]:
-    scenario = get_scenario(scenario_name)
-    recorder = CoverageRecorder()
-    api_names = [a.name for a in scenario.apis]
-    drafts, curve, seen = [], [], set()
-    bar = progress(config.n, f"fuzz {scenario_name}", "task")
-    for i in range(config.n):
-        bar.update()
-        try:
-            program = generate_program(
-                scenario, rng_for(config, scenario_name, i, "fuzz"), recorder,
-                config.calls_per_path, config.branch_probability, config.coverage, config.branches,
-                config.recency,
-            )
-        except NoValidCall:
-            rejections[f"{scenario_name}: fuzzer found no valid call"] += 1
-            continue
-        finally:
-            curve.append(recorder.coverage(api_names))
-        cases = make_cases(program, config, i)
-        key = (cases[0].setup_code, program.reference_code())
-        if key in seen:
-            rejections[f"{scenario_name}: duplicate program"] += 1
-            continue
-        seen.add(key)
-        if min(len(p) for p in program.paths()) < config.calls_per_path:
-            rejections[f"{scenario_name}: too few API calls"] += 1
-            continue
-        drafts.append(Draft(f"{scenario_name}-{i:04d}", scenario_name, program, index=i, cases=cases))
-    bar.close()
-    return drafts, curve
+    """Every program of a scenario at once (the build itself goes shard by shard: `build`), and the coverage curve."""
+    fuzzer = Fuzzer(scenario_name)
+    return fuzzer.programs(config, 0, config.n, rejections), fuzzer.curve
 
 
 # The generator each variant's wording draws from: `steps` keeps the purpose the only variant had at first, so its
@@ -142,12 +175,13 @@ def keep(items: list, reason, rejections: Counter, scenario=lambda item: item.sc
     return kept
 
 
-def translate(config: BuildConfig, drafts: list[Draft], rejections: Counter) -> list[Draft]:
+def translate(config: BuildConfig, drafts: list[Draft], rejections: Counter, translator=None) -> list[Draft]:
     """Every instruction variant of every draft. A task is dropped when a variant is not accepted (an LLM
-    evaluator's verdict) or leaves out a fact its oracle depends on (`builder/facts.py`), counted by reason."""
+    evaluator's verdict) or leaves out a fact its oracle depends on (`builder/facts.py`), counted by reason.
+    `translator`: one made by `get_translator(config)` already (a build makes one for all its batches)."""
     items = [Item(d.task_id, d.cases[0].setup_code, d.program,
                   {v: rng_for(config, d.scenario, d.index, PURPOSES[v]) for v in VARIANTS}) for d in drafts]
-    results = get_translator(config).translate_all(items)
+    results = (translator or get_translator(config)).translate_all(items)
 
     def reason(d: Draft) -> str | None:
         d.facts = facts.required(d.program)
@@ -272,74 +306,182 @@ def to_record(d: Draft, config: BuildConfig) -> TaskRecord:
     )
 
 
-def mutation_summary(records: dict[str, list[TaskRecord]]) -> dict:
-    """Per scenario: mutants, killed, equivalent, the score (killed / mutants) and test cases per task."""
-    out = {}
-    for scenario, recs in records.items():
-        mutants = sum(r.mutation["mutants"] for r in recs)
-        killed = sum(r.mutation["killed"] for r in recs)
-        out[scenario] = {"mutants": mutants, "killed": killed, "equivalent": mutants - killed,
-                         "score": killed / mutants if mutants else 1.0,
-                         "test_cases": mean(len(r.test_cases) for r in recs) if recs else 0.0}
-    return out
+@dataclass
+class Tally:
+    """A scenario's numbers for the build report (`statistics`, `mutation`), summed task by task: a build of any
+    size holds these few integers, not its records."""
+
+    tasks: int = 0
+    num_api_calls: int = 0
+    path_depth: int = 0
+    binding_count: int = 0
+    with_branch: int = 0
+    mutants: int = 0
+    killed: int = 0
+    test_cases: int = 0
+
+    def add(self, r: TaskRecord) -> None:
+        self.tasks += 1
+        self.num_api_calls += r.num_api_calls
+        self.path_depth += r.path_depth
+        self.binding_count += r.binding_count
+        self.with_branch += r.has_branch
+        self.mutants += r.mutation.get("mutants", 0)
+        self.killed += r.mutation.get("killed", 0)
+        self.test_cases += len(r.test_cases)
+
+    def statistics(self, curve: list[float]) -> dict:
+        coverage = curve[-1] if curve else 0.0
+        if not self.tasks:
+            return {"tasks": 0, "num_api_calls": 0.0, "path_depth": 0.0, "binding_count": 0.0, "with_branch": 0,
+                    "pair_coverage": coverage}
+        return {"tasks": self.tasks, **{k: exact_mean(getattr(self, k), self.tasks)
+                                        for k in ("num_api_calls", "path_depth", "binding_count")},
+                "with_branch": self.with_branch, "pair_coverage": coverage}
+
+    def mutation(self) -> dict:
+        """Mutants, killed, equivalent, the score (killed / mutants) and test cases per task."""
+        return {"mutants": self.mutants, "killed": self.killed, "equivalent": self.mutants - self.killed,
+                "score": self.killed / self.mutants if self.mutants else 1.0,
+                "test_cases": exact_mean(self.test_cases, self.tasks) if self.tasks else 0.0}
 
 
-def scenario_stats(records: list[TaskRecord], curve: list[float]) -> dict:
-    if not records:
-        return {"tasks": 0, "num_api_calls": 0.0, "path_depth": 0.0, "binding_count": 0.0,
-                "with_branch": 0, "pair_coverage": curve[-1] if curve else 0.0}
-    return {
-        "tasks": len(records),
-        "num_api_calls": mean(r.num_api_calls for r in records),
-        "path_depth": mean(r.path_depth for r in records),
-        "binding_count": mean(r.binding_count for r in records),
-        "with_branch": sum(r.has_branch for r in records),
-        "pair_coverage": curve[-1] if curve else 0.0,
-    }
+@dataclass
+class ScenarioRun:
+    """One scenario's way through the build: its fuzzer, its tallies, and its finished shards."""
+
+    name: str
+    fuzzer: Fuzzer
+    tally: Tally = field(default_factory=Tally)
+    translated: int = 0  # programs that reached translation (the report's fact_check tasks)
+    next: int = 0  # the first program whose task is not in a finished shard (at a checkpoint)
+    done: bool = False
+    shards: list[dict] = field(default_factory=list)  # {"sha256", "rows"} of each finished shard, in order
+
+    def to_state(self) -> dict:
+        return {"fuzzer": self.fuzzer.to_state(), "tally": asdict(self.tally), "translated": self.translated,
+                "next": self.next, "done": self.done, "shards": self.shards}
+
+    @classmethod
+    def from_state(cls, name: str, state: dict) -> "ScenarioRun":
+        return cls(name, Fuzzer.from_state(name, state["fuzzer"]), Tally(**state["tally"]), state["translated"],
+                   state["next"], state["done"], state["shards"])
 
 
-def build(config: BuildConfig) -> dict:
-    """Run the whole pipeline; return the build report (also written beside the dataset)."""
+class Run:
+    """One build's way through its scenarios, a shard at a time: programs are fuzzed, translated, filtered,
+    checked in the sandbox and written `config.shard_size` tasks to a shard, then dropped; what the report and
+    the card need is tallied as they pass. `state()` is what the checkpoint saves after each shard."""
+
+    def __init__(self, config: BuildConfig, checkpoint: Checkpoint, fresh=None):
+        self.config, self.checkpoint, self.fresh = config, checkpoint, fresh
+        state = checkpoint.state
+        self.rejections = Counter(state.get("rejections", {}))
+        self.table1 = Table1.from_state(state.get("table1", {}))
+        saved = state.get("scenarios", {})
+        self.scenarios = {name: ScenarioRun.from_state(name, saved[name]) if name in saved
+                          else ScenarioRun(name, Fuzzer(name)) for name in config.scenarios}
+        if fresh and "fresh" in state:
+            fresh.restore(state["fresh"])
+        self.translator = get_translator(config)
+
+    def state(self) -> dict:
+        state = {"scenarios": {name: s.to_state() for name, s in self.scenarios.items()},
+                 "rejections": dict(self.rejections), "table1": self.table1.to_state()}
+        if self.fresh:
+            state["fresh"] = self.fresh.tallies()
+        return state
+
+    def scenario(self, s: ScenarioRun, sandbox: Sandbox) -> None:
+        """Every remaining program of a scenario. At most one shard of records is alive: each batch of programs
+        is as large as the room left in the shard, and a full shard is written, checkpointed and dropped."""
+        size, records = self.config.shard_size, []
+        while s.next < self.config.n:
+            records += self.tasks(s, min(s.next + size - len(records), self.config.n), sandbox)
+            if len(records) == size:
+                self.write(s, records)
+                records = []
+        if records or not s.shards:  # a scenario that kept no task still gets its (empty) shard
+            self.write(s, records, done=True)
+        elif not s.done:
+            s.done = True
+            self.checkpoint.save(self.state())
+
+    def tasks(self, s: ScenarioRun, stop: int, sandbox: Sandbox) -> list[TaskRecord]:
+        """The records of programs `s.next` to `stop - 1` that pass every step; the others counted by reason."""
+        config, rejections = self.config, self.rejections
+        drafts = s.fuzzer.programs(config, s.next, stop, rejections)
+        s.translated += len(drafts)
+        drafts = filter_leaks(translate(config, drafts, rejections, self.translator), rejections)
+        if self.fresh:
+            drafts = self.fresh.drop_overlaps(drafts, rejections)
+        kept = capture_oracles(drafts, sandbox, rejections)
+        if config.mutants:
+            kept = analyse_mutants(kept, sandbox, config, rejections)
+        s.next = stop
+        records = [to_record(d, config) for d in kept]
+        for r in records:
+            s.tally.add(r)
+            self.table1.add(r)
+        return records
+
+    def write(self, s: ScenarioRun, records: list[TaskRecord], done: bool = False) -> None:
+        _, digest = write_shard(self.checkpoint.folder, s.name, len(s.shards), records)
+        s.shards.append({"sha256": digest, "rows": len(records)})
+        s.done = done
+        self.checkpoint.save(self.state())
+
+    def report(self, seconds: float) -> dict:
+        config, scenarios = self.config, self.scenarios
+        report = {
+            "mutation": {name: s.tally.mutation() for name, s in scenarios.items()} if config.mutants else {},
+            "attempts": {name: config.n for name in scenarios},
+            "kept": {name: s.tally.tasks for name, s in scenarios.items()},
+            "rejections": dict(sorted(self.rejections.items())),
+            "fact_check": {name: {"tasks": s.translated,  # translated in every variant; rejected: by the fact check
+                                  "rejected": {v: self.rejections[f"{name}: {v} {FACT_LOST}"] for v in VARIANTS}}
+                           for name, s in scenarios.items()},
+            "statistics": {name: s.tally.statistics(s.fuzzer.curve) for name, s in scenarios.items()},
+            "coverage_curve": {name: s.fuzzer.curve for name, s in scenarios.items()},
+            "seconds": round(seconds, 2),
+        }
+        if self.fresh:
+            report["fresh"] = self.fresh.summary()
+        return report
+
+
+def build(config: BuildConfig, overwrite: bool = False) -> dict:
+    """Run the whole pipeline, shard by shard; return the build report (also written beside the dataset).
+
+    The same command after an interrupted build resumes it from its finished shards (`builder/checkpoint.py`);
+    one with other settings is refused unless `overwrite`, which discards them."""
     started = time.perf_counter()
-    check_out(Path(config.out))
+    out = Path(config.out)
+    check_out(out)
     fresh = None
-    if config.against:  # a fresh split: a seed no previous release used, and the overlap step below
+    if config.against:  # a fresh split: a seed no previous release used, and the overlap step
         from builder.fresh import prepare
 
         fresh = prepare(config)
-    rejections: Counter = Counter()
-    records: dict[str, list[TaskRecord]] = {}
-    stats, curves, translated = {}, {}, {}
-    limits = Limits(timeout_s=config.timeout_s)
-    with Sandbox(config.workers, limits) as sandbox:
-        for name in config.scenarios:
-            drafts, curve = fuzz(config, name, rejections)
-            translated[name] = len(drafts)
-            drafts = filter_leaks(translate(config, drafts, rejections), rejections)
-            if fresh:
-                drafts = fresh.drop_overlaps(drafts, rejections)
-            kept = capture_oracles(drafts, sandbox, rejections)
-            if config.mutants:
-                kept = analyse_mutants(kept, sandbox, config, rejections)
-            records[name] = [to_record(d, config) for d in kept]
-            stats[name] = scenario_stats(records[name], curve)
-            curves[name] = curve
-    report = {
-        "mutation": mutation_summary(records) if config.mutants else {},
-        "attempts": {s: config.n for s in config.scenarios},
-        "kept": {s: len(r) for s, r in records.items()},
-        "rejections": dict(sorted(rejections.items())),
-        "fact_check": {s: {"tasks": translated[s],  # translated in every variant; rejected: by the fact check
-                           "rejected": {v: rejections[f"{s}: {v} {FACT_LOST}"] for v in VARIANTS}}
-                       for s in config.scenarios},
-        "statistics": stats,
-        "coverage_curve": curves,
-        "seconds": round(time.perf_counter() - started, 2),
-    }
-    if fresh:
-        report["fresh"] = fresh.summary()
-    info = {"seed": config.seed, "created_at": config.created_at, "config": config.to_dict()}
-    table1 = table1_markdown(records)
-    report["manifest"] = write_dataset(Path(config.out), records, info, report, table1)
+    checkpoint = Checkpoint.open(config, overwrite)
+    try:
+        run = Run(config, checkpoint, fresh)
+        if checkpoint.resumed:
+            print(f"resuming the unfinished build of {out} in {checkpoint.folder}: "
+                  + ", ".join(f"{s.name} from program {s.next} ({len(s.shards)} shards)"
+                              for s in run.scenarios.values()), file=sys.stderr)
+        with Sandbox(config.workers, Limits(timeout_s=config.timeout_s)) as sandbox:
+            for s in run.scenarios.values():
+                run.scenario(s, sandbox)
+        report = run.report(time.perf_counter() - started)
+        info = {"seed": config.seed, "created_at": config.created_at, "config": config.to_dict(),
+                "counts": {name: s.tally.tasks for name, s in run.scenarios.items()}}
+        table1 = format_table(run.table1.table())
+        shards = {name: [shard["sha256"] for shard in s.shards] for name, s in run.scenarios.items()}
+        report["manifest"] = finish_dataset(checkpoint.folder, out, shards, info, report, table1)
+    except BaseException:
+        checkpoint.abandon()
+        raise
+    (out / CHECKPOINT).unlink(missing_ok=True)
     report["table1"] = table1  # for the command line; build_report.json is written without it
     return report

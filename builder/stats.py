@@ -19,8 +19,7 @@ user downloads, so it is measured on what a user downloads, and the test suite c
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
-from statistics import mean
+from dataclasses import dataclass, field
 
 from evaluate.data import TaskRecord
 from evaluate.models.tokens import count as count_tokens  # cl100k_base, as the paper's Table I counts
@@ -137,9 +136,39 @@ def task_stats(task: TaskRecord, flow: Flow | None = None) -> dict:
     }
 
 
-def _summary(values: list[int]) -> dict:
-    return {"mean": round(mean(values), 2), "min": min(values), "max": max(values)} if values else \
-        {"mean": 0.0, "min": 0, "max": 0}
+def exact_mean(total: int, count: int) -> int | float:
+    """The mean of `count` integers summing to `total`, as `statistics.mean` gives it (an int when exact), so a
+    running sum reports what the mean of the whole list did."""
+    whole, rest = divmod(total, count)
+    return whole if rest == 0 else total / count
+
+
+@dataclass
+class Summary:
+    """Count, sum, minimum and maximum of integers, added one at a time: a mean/min/max without the list."""
+
+    count: int = 0
+    total: int = 0
+    low: int = 0
+    high: int = 0
+
+    def add(self, value: int) -> None:
+        self.low = value if not self.count else min(self.low, value)
+        self.high = value if not self.count else max(self.high, value)
+        self.count += 1
+        self.total += value
+
+    def merge(self, other: "Summary") -> None:
+        if other.count:
+            self.low = other.low if not self.count else min(self.low, other.low)
+            self.high = other.high if not self.count else max(self.high, other.high)
+            self.count += other.count
+            self.total += other.total
+
+    def row(self) -> dict:
+        if not self.count:
+            return {"mean": 0.0, "min": 0, "max": 0}
+        return {"mean": round(exact_mean(self.total, self.count), 2), "min": self.low, "max": self.high}
 
 
 def _num_apis(scenario: str) -> int | None:
@@ -151,34 +180,82 @@ def _num_apis(scenario: str) -> int | None:
         return None
 
 
-def _row(stats: list[dict], pairs: int, space: int | None) -> dict:
-    row = {"tasks": len(stats), **{m: _summary([s[m] for s in stats]) for m in METRICS}}
-    row["with_branch"] = sum(s["has_branch"] for s in stats)
-    row["branch_share"] = round(row["with_branch"] / len(stats), 3) if stats else 0.0
-    row["pairs"], row["pair_space"] = pairs, space
-    row["pair_coverage"] = round(pairs / space, 3) if space else None
-    return row
+@dataclass
+class Rows:
+    """One row of Table I, accumulated task by task."""
+
+    metrics: dict[str, Summary] = field(default_factory=lambda: {m: Summary() for m in METRICS})
+    with_branch: int = 0
+
+    @property
+    def tasks(self) -> int:
+        return self.metrics[METRICS[0]].count
+
+    def add(self, stats: dict) -> None:
+        for m in METRICS:
+            self.metrics[m].add(stats[m])
+        self.with_branch += stats["has_branch"]
+
+    def merge(self, other: "Rows") -> None:
+        for m in METRICS:
+            self.metrics[m].merge(other.metrics[m])
+        self.with_branch += other.with_branch
+
+    def row(self, pairs: int, space: int | None) -> dict:
+        row = {"tasks": self.tasks, **{m: self.metrics[m].row() for m in METRICS}}
+        row["with_branch"] = self.with_branch
+        row["branch_share"] = round(self.with_branch / self.tasks, 3) if self.tasks else 0.0
+        row["pairs"], row["pair_space"] = pairs, space
+        row["pair_coverage"] = round(pairs / space, 3) if space else None
+        return row
+
+
+@dataclass
+class Table1:
+    """Table I over a stream of tasks: per scenario, running sums, minima and maxima and the set of API pairs seen
+    (at most |APIs|^2), never the tasks themselves, so a build of any size holds the same few numbers."""
+
+    rows: dict[str, Rows] = field(default_factory=dict)
+    pairs: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
+
+    def add(self, task: TaskRecord) -> None:
+        flow = analyse(task.reference_program)
+        self.rows.setdefault(task.scenario, Rows()).add(task_stats(task, flow))
+        self.pairs.setdefault(task.scenario, set()).update(flow.api_pairs(list(task.api_calls)))
+
+    def table(self) -> dict:
+        """{scenario: row, ..., "all": row}, scenarios in the order their first task came."""
+        out, everything, pooled_pairs, pooled_space = {}, Rows(), 0, 0
+        for scenario, rows in self.rows.items():
+            n_apis = _num_apis(scenario)
+            out[scenario] = rows.row(len(self.pairs[scenario]), n_apis * n_apis if n_apis else None)
+            everything.merge(rows)
+            pooled_pairs += len(self.pairs[scenario])
+            pooled_space += out[scenario]["pair_space"] or 0
+        out["all"] = everything.row(pooled_pairs, pooled_space)
+        return out
+
+    def to_state(self) -> dict:
+        """Plain JSON, for a build's checkpoint."""
+        return {s: {"metrics": {m: list(vars(v).values()) for m, v in r.metrics.items()},
+                    "with_branch": r.with_branch, "pairs": sorted(self.pairs[s])}
+                for s, r in self.rows.items()}
+
+    @classmethod
+    def from_state(cls, state: dict) -> "Table1":
+        acc = cls()
+        for s, r in state.items():
+            acc.rows[s] = Rows({m: Summary(*v) for m, v in r["metrics"].items()}, r["with_branch"])
+            acc.pairs[s] = {tuple(p) for p in r["pairs"]}
+        return acc
 
 
 def table1(tasks: list[TaskRecord]) -> dict:
     """{scenario: row, ..., "all": row}; a row has tasks, mean/min/max per metric, branch share, pair coverage."""
-    by: dict[str, list[TaskRecord]] = {}
+    acc = Table1()
     for t in tasks:
-        by.setdefault(t.scenario, []).append(t)
-    rows, everything, pooled_pairs, pooled_space = {}, [], 0, 0
-    for scenario, ts in by.items():
-        stats, pairs = [], set()
-        for t in ts:
-            flow = analyse(t.reference_program)
-            stats.append(task_stats(t, flow))
-            pairs |= flow.api_pairs(list(t.api_calls))
-        n_apis = _num_apis(scenario)
-        rows[scenario] = _row(stats, len(pairs), n_apis * n_apis if n_apis else None)
-        everything += stats
-        pooled_pairs += len(pairs)
-        pooled_space += rows[scenario]["pair_space"] or 0
-    rows["all"] = _row(everything, pooled_pairs, pooled_space)
-    return rows
+        acc.add(t)
+    return acc.table()
 
 
 def format_table(rows: dict) -> str:
