@@ -278,12 +278,10 @@ def test_crash_while_writing_keeps_the_previous_dataset(small_dataset, tmp_path,
     shutil.copytree(small_dataset, out)
     before = tree_bytes(out)
 
-    import builder.dataset
-
     def disk_full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(builder.dataset, "_write_shards", disk_full)
+    monkeypatch.setattr(pipeline, "write_shard", disk_full)
     with pytest.raises(OSError, match="No space left"):
         build(BuildConfig(out=str(out), **dict(SMALL, n=2, seed=5)))
 
