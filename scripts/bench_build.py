@@ -57,6 +57,28 @@ def tree_rss(root: int) -> int:
     return total
 
 
+def measure(cmd: list[str], every_s: float = 0.02, stderr=subprocess.DEVNULL) -> tuple[float, int, int, str]:
+    """(wall seconds, peak bytes of the process tree, peak bytes of the root process alone, its stdout) of one
+    command run with this checkout first on the import path, sampled every `every_s` seconds (sampling reads all of
+    /proc: a long run may sample less often). A failed command ends the script with its output."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=stderr, text=True)
+    peak = peak_root = 0
+    while proc.poll() is None:
+        peak = max(peak, tree_rss(proc.pid))
+        try:
+            peak_root = max(peak_root, _pss(str(proc.pid)))
+        except OSError:  # it ended between the two reads
+            pass
+        time.sleep(every_s)
+    seconds = time.perf_counter() - start
+    out = proc.stdout.read()
+    if proc.returncode:
+        sys.exit(f"{' '.join(cmd[1:])} failed (exit {proc.returncode}):\n{out}")
+    return seconds, peak, peak_root, out
+
+
 def run_build(a: argparse.Namespace, mutants: int | None) -> tuple[float, int, str]:
     """(wall seconds, peak bytes, the builder's output) of one build in a child process."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -66,17 +88,7 @@ def run_build(a: argparse.Namespace, mutants: int | None) -> tuple[float, int, s
             cmd += ["--workers", str(a.workers)]
         if mutants is not None:
             cmd += ["--mutants", str(mutants)]
-        env = dict(os.environ, PYTHONPATH=str(ROOT))
-        start = time.perf_counter()
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        peak = 0
-        while proc.poll() is None:
-            peak = max(peak, tree_rss(proc.pid))
-            time.sleep(0.02)
-        seconds = time.perf_counter() - start
-        out = proc.stdout.read()
-    if proc.returncode:
-        sys.exit(f"build failed (exit {proc.returncode}):\n{out}")
+        seconds, peak, _, out = measure(cmd)
     return seconds, peak, out
 
 
