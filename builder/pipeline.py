@@ -1,9 +1,12 @@
 """The build: a chain of steps over one record type (`Draft`); every rejection carries a counted reason.
 
-fuzz -> assemble test cases -> translate -> filter -> capture oracles (sandbox, twice) -> write the folder.
+fuzz -> assemble test cases -> translate -> filter -> capture oracles (sandbox, twice) -> mutants -> write a shard,
+a shard's worth of programs at a time (`Run`), then the manifest and card once every shard is written.
 
-Fuzzing is sequential within a scenario because one coverage recorder steers all its programs; oracle capture,
-the slow part, runs every test case of every task through the sandbox's warm worker pool.
+Fuzzing is sequential within a scenario because one coverage recorder steers all its programs (`Fuzzer` carries
+it from batch to batch); oracle capture, the slow part, runs every test case of a batch's tasks through the
+sandbox's warm worker pool. After each shard a checkpoint (`builder/checkpoint.py`) saves the fuzzer and every
+tally, so a killed build resumes from its finished shards with the same bytes.
 """
 
 from __future__ import annotations

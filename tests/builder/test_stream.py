@@ -88,18 +88,24 @@ def test_a_build_holds_at_most_one_shard_of_records_and_writes_the_same_rows(sha
     assert not partial_folder(folder).exists()
 
 
-def test_an_interrupted_build_resumes_without_redoing_its_finished_shards(sharded_build, tmp_path, monkeypatch):
-    out = tmp_path / "stateeval"
+def interrupt_second_shard(monkeypatch) -> None:
+    """Ctrl-C while the build writes its second shard: the first is finished and checkpointed."""
     real_write = pipeline.write_shard
     written = []
 
-    def interrupted(*args, **kwargs):  # Ctrl-C while the second shard is written
+    def interrupted(*args, **kwargs):
         if written:
             raise KeyboardInterrupt
         written.append(real_write(*args, **kwargs))
         return written[-1]
 
     monkeypatch.setattr(pipeline, "write_shard", interrupted)
+
+
+def test_an_interrupted_build_resumes_without_redoing_its_finished_shards(sharded_build, tmp_path, monkeypatch):
+    out = tmp_path / "stateeval"
+    real_write = pipeline.write_shard
+    interrupt_second_shard(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         build(BuildConfig(out=str(out), **SHARDED))
     assert not out.exists(), "an unfinished build never appears at --out"
@@ -157,15 +163,7 @@ def test_overwrite_discards_an_unfinished_build_of_other_settings(tmp_path, monk
     tiny = dict(SMALL, n=2, mutants=0, shard_size=1)
     out = tmp_path / "stateeval"
     real_write = pipeline.write_shard
-    written = []
-
-    def interrupted(*args, **kwargs):
-        if written:
-            raise KeyboardInterrupt
-        written.append(real_write(*args, **kwargs))
-        return written[-1]
-
-    monkeypatch.setattr(pipeline, "write_shard", interrupted)
+    interrupt_second_shard(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         build(BuildConfig(out=str(out), **tiny))
     monkeypatch.setattr(pipeline, "write_shard", real_write)
