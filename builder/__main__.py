@@ -3,6 +3,8 @@
 Examples:
   python -m builder --scenarios tensor --n 60 --seed 0 --out stateeval
   python -m builder --scenarios tensor --n 60 --seed 1 --no-coverage --out ablation
+  python -m builder --n 33334 --out stateeval-100k     # 100,000 tasks in constant memory; killed, the same command
+                                                       # resumes from the finished shards (--overwrite: start afresh)
   python -m builder --translator openai:gpt-4.1-mini --out stateeval        # LLM agents (OPENAI_API_KEY)
   python -m builder --translator openai:my-model --base-url http://localhost:8000/v1   # e.g. vllm serve
   python -m builder --fresh --against stateeval --out stateeval-fresh   # or --against ORG/stateeval@v1.0.0
