@@ -11,11 +11,14 @@ result is byte-identical to an uninterrupted build. The finished dataset is rena
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from builder import __version__
 from builder.config import BuildConfig
@@ -28,6 +31,25 @@ NOT_CONTENT = ("out", "workers", "concurrency")  # settings that change how a bu
 def partial_folder(out: Path) -> Path:
     out = Path(out)
     return out.with_name(f".{out.name}.partial")
+
+
+@contextmanager
+def exclusive(out: Path) -> Iterator[None]:
+    """Held for a whole build: two builds of one --out at once would share its unfinished build's folder, so the
+    second is refused (a lock file beside --out, removed when the build ends)."""
+    out = Path(out)
+    lock = out.with_name(f".{out.name}.lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "w") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise DatasetError(f"another build is writing --out {out} now; wait for it to end or choose another "
+                               "--out") from None
+        try:
+            yield
+        finally:
+            lock.unlink(missing_ok=True)  # still locked: whoever opens the name now makes a new file
 
 
 def settings(config: BuildConfig) -> dict:

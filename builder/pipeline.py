@@ -22,7 +22,7 @@ from pathlib import Path
 
 from builder import __version__
 from builder.config import BuildConfig, rng_for
-from builder.checkpoint import CHECKPOINT, Checkpoint
+from builder.checkpoint import CHECKPOINT, Checkpoint, exclusive
 from builder.dataset import check_out, finish_dataset, write_shard
 from builder.fuzz import CoverageRecorder, NoValidCall
 from builder.mutate import analyse_mutants
@@ -466,25 +466,26 @@ def build(config: BuildConfig, overwrite: bool = False) -> dict:
         from builder.fresh import prepare
 
         fresh = prepare(config)
-    checkpoint = Checkpoint.open(config, overwrite)
-    try:
-        run = Run(config, checkpoint, fresh)
-        if checkpoint.resumed:
-            print(f"resuming the unfinished build of {out} in {checkpoint.folder}: "
-                  + ", ".join(f"{s.name} from program {s.next} ({len(s.shards)} shards)"
-                              for s in run.scenarios.values()), file=sys.stderr)
-        with Sandbox(config.workers, Limits(timeout_s=config.timeout_s)) as sandbox:
-            for s in run.scenarios.values():
-                run.scenario(s, sandbox)
-        report = run.report(time.perf_counter() - started)
-        info = {"seed": config.seed, "created_at": config.created_at, "config": config.to_dict(),
-                "counts": {name: s.tally.tasks for name, s in run.scenarios.items()}}
-        table1 = format_table(run.table1.table())
-        shards = {name: [shard["sha256"] for shard in s.shards] for name, s in run.scenarios.items()}
-        report["manifest"] = finish_dataset(checkpoint.folder, out, shards, info, report, table1)
-    except BaseException:
-        checkpoint.abandon()
-        raise
-    (out / CHECKPOINT).unlink(missing_ok=True)
+    with exclusive(out):
+        checkpoint = Checkpoint.open(config, overwrite)
+        try:
+            run = Run(config, checkpoint, fresh)
+            if checkpoint.resumed:
+                print(f"resuming the unfinished build of {out} in {checkpoint.folder}: "
+                      + ", ".join(f"{s.name} from program {s.next} ({len(s.shards)} shards)"
+                                  for s in run.scenarios.values()), file=sys.stderr)
+            with Sandbox(config.workers, Limits(timeout_s=config.timeout_s)) as sandbox:
+                for s in run.scenarios.values():
+                    run.scenario(s, sandbox)
+            report = run.report(time.perf_counter() - started)
+            info = {"seed": config.seed, "created_at": config.created_at, "config": config.to_dict(),
+                    "counts": {name: s.tally.tasks for name, s in run.scenarios.items()}}
+            table1 = format_table(run.table1.table())
+            shards = {name: [shard["sha256"] for shard in s.shards] for name, s in run.scenarios.items()}
+            report["manifest"] = finish_dataset(checkpoint.folder, out, shards, info, report, table1)
+        except BaseException:
+            checkpoint.abandon()
+            raise
+        (out / CHECKPOINT).unlink(missing_ok=True)
     report["table1"] = table1  # for the command line; build_report.json is written without it
     return report

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import builder.pipeline as pipeline
-from builder.checkpoint import CHECKPOINT, finished_shards, partial_folder
+from builder.checkpoint import CHECKPOINT, exclusive, finished_shards, partial_folder
 from builder.config import BuildConfig
 from builder.pipeline import build
 from evaluate.data import DatasetError, verify_folder
@@ -192,3 +192,12 @@ def test_shard_size_must_be_positive(tmp_path):
     assert done.returncode == 2 and "--shard-size" in done.stderr and done.stderr.count("\n") == 1
     with pytest.raises(ValueError, match="--shard-size"):
         BuildConfig(shard_size=0)
+
+
+def test_a_second_build_of_the_same_out_at_once_is_refused(tmp_path):
+    out = tmp_path / "stateeval"
+    with exclusive(out):  # as a build running in another process holds it
+        with pytest.raises(DatasetError, match="another build is writing --out .*stateeval now"):
+            build(BuildConfig(out=str(out), **dict(SMALL, n=1)))
+        assert not partial_folder(out).exists()
+    assert list(tmp_path.iterdir()) == []
