@@ -206,11 +206,13 @@ def test_a_killed_run_resumes_and_loses_at_most_its_in_flight_requests(small_dat
     args = ["--model", "scripted", "--backend", "openai", "--dataset", str(small_dataset), "--out", str(tmp_path),
             "--concurrency", "2"]
     cache = tmp_path / "scripted" / "local" / "generations.jsonl"
-    with ScriptedServer(reply, delay_s=0.3) as server:
+    # Three replies, then the requests in flight wait: the run is killed with exactly three cached, on any machine.
+    with ScriptedServer(reply, hold_after=3) as server:
         args += ["--base-url", server.base_url]
-        done = kill_after_lines(_evaluate(args), cache, 3, timeout_s=60)
-        assert 3 <= done < n_tasks
+        done = kill_after_lines(_evaluate(args), cache, 3, timeout_s=120)
+        assert done == 3 < n_tasks
         sent_before = server.count()
+        server.release()
 
         second = _evaluate(args)
         out, _ = second.communicate(timeout=300)

@@ -200,10 +200,13 @@ def test_a_killed_tools_run_resumes_without_asking_again_for_a_turn_it_had(small
     args = ["--model", "scripted", "--backend", "openai", "--dataset", str(small_dataset), "--out", str(tmp_path),
             "--concurrency", "2", "--limit", "3", "--mode", "tools", "--workers", "2"]
     cache = tmp_path / "scripted" / "local" / "generations.jsonl"
-    with ScriptedServer(reply, delay_s=0.2) as server:
+    # Six turns answered, then the requests in flight wait: the run is killed with exactly six cached.
+    with ScriptedServer(reply, hold_after=6) as server:
         args += ["--base-url", server.base_url]
         done = kill_after_lines(_evaluate(args), cache, 6)
+        assert done == 6
         sent_before = server.count()
+        server.release()
         second = _evaluate(args)
         out, _ = second.communicate(timeout=300)
     assert second.returncode == 0, out
