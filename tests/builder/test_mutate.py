@@ -105,6 +105,22 @@ def test_result_items_are_read_off_the_reference_only_when_nothing_else_changes(
     assert items(branch, branch.replace("RESULT = [a, x]", "RESULT = [x, a]")) is None  # which path ran is unknown
 
 
+def test_a_result_mutant_is_killed_exactly_when_its_rearranged_result_differs():
+    from builder.mutate import Mutant, _decided
+    from evaluate.data import TestCase
+
+    case = TestCase("original", "main", "{}", "", [])
+    case.expected_result = json.dumps([[1, 2], [1, 2], {"id": "a"}])
+
+    def killed(items):
+        return _decided("session", Mutant("result", "", "", result_items=items), case)
+
+    assert killed((1, 0, 2)) is False  # two equal items swapped: the same RESULT, a survivor on this input
+    assert killed((0, 2, 1)) is True
+    assert killed((0, 1)) is True  # an item dropped
+    assert _decided("session", Mutant("argument", "", ""), case) is None  # any other mutant runs
+
+
 @pytest.mark.parametrize("name,n,seed", [("tensor", 5, 11), ("session", 4, 3), ("voice", 5, 2)])
 def test_one_job_per_task_and_case_kills_exactly_what_one_job_per_mutant_kills(sandbox, monkeypatch, name, n, seed):
     """A task's mutants share a child on each test case (tensor: `shared_runs`; session and voice: a batch, the
