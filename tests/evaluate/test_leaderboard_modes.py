@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from evaluate.diagnosis import METRICS
 from evaluate.episodes import CODE, EXPLORE, TOOLS
 from evaluate.leaderboard import build, load_submission, submit, validate
 from evaluate.run import EvalConfig, run
@@ -27,6 +28,9 @@ def submissions(small_dataset, tmp_path_factory):
             # the reference scores 100% in every mode, in two turns or more where it converses
             assert report["summary"]["overall"]["pass@1"] == 1.0, report["samples"]
             assert report["mode"] == mode and all(row.get("turns", 2) >= 2 for row in report["samples"])
+            # and its calls are the reference's in every mode: full partial credit, tool calls included
+            means = report["summary"]["overall"]["diagnosis"]
+            assert [means[m] for m in METRICS] == [1.0] * len(METRICS), (mode, means)
             subs[mode] = submit(out / "reference" / "v1.0.0", f"Reference {mode}", weights="open", root=root,
                                 mode=mode, dataset=str(small_dataset))
             report = validate(subs[mode], str(small_dataset), sandbox=sandbox)
