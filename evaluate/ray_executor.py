@@ -105,51 +105,49 @@ class RayExecutor(Executor):
     def run_untrusted(self, jobs: Iterable[Job], desc: str | None = None) -> list[Outcome]:
         if self._stopping:
             raise RuntimeError("this executor is closed; open a new one")
-        ray = self._ray
         jobs = list(jobs)
         results: list[Outcome | None] = [None] * len(jobs)
+        bar = progress(len(jobs), desc, unit="run")
+        self._interruptible(lambda: self._dispatch(jobs, results, bar), bar)
+        return results  # type: ignore[return-value]
+
+    def _dispatch(self, jobs: list[Job], results: list[Outcome | None], bar) -> None:
+        """Keep every actor IN_FLIGHT batches deep until each job has its outcome in `results`."""
+        ray = self._ray
         todo = deque(range(len(jobs)))
         deaths = [0] * len(jobs)  # how many actors died running each job
         per_batch = max(1, min(BATCH_MAX, math.ceil(len(jobs) / (self.size * BATCHES_PER_SLOT))))
         pending: dict[Any, tuple[Any, list[int]]] = {}  # object ref -> (actor, job indexes)
-        bar = progress(len(jobs), desc, unit="run")
-        try:
-            while len(self._actors) < min(self.size, len(jobs)):
-                self._actors.append(self._start())
-            while todo or pending:
-                for actor in self._actors:  # keep every actor IN_FLIGHT batches deep
-                    load = sum(a is actor for a, _ in pending.values())
-                    for _ in range(IN_FLIGHT - load):
-                        batch = [todo.popleft() for _ in range(min(per_batch, len(todo)))]
-                        if batch:
-                            pending[actor.run.remote([jobs[i] for i in batch])] = (actor, batch)
-                ready, _ = ray.wait(list(pending), num_returns=1, timeout=JOIN_POLL_S)  # bounded: Ctrl-C acts
-                for ref in ready:
-                    actor, batch = pending.pop(ref)
-                    try:
-                        outcomes = ray.get(ref)
-                    except ray.exceptions.RayActorError as exc:  # the actor died: replace it, retry its jobs once
-                        self._replace(actor)
-                        for i in reversed(batch):
-                            deaths[i] += 1
-                            if deaths[i] <= RETRIES:
-                                todo.appendleft(i)
-                            else:
-                                results[i] = Outcome(jobs[i].key, CRASH, error=_died(exc, deaths[i]))
-                        bar.update(sum(results[i] is not None for i in batch))
-                        continue
-                    except ray.exceptions.RayError as exc:  # a harness bug: crash these jobs, not the run
-                        outcomes = [Outcome(jobs[i].key, CRASH, error=f"executor error: {_first_line(exc)}")
-                                    for i in batch]
-                    for i, outcome in zip(batch, outcomes):
-                        results[i] = outcome
-                    bar.update(len(batch))
-        except BaseException:  # KeyboardInterrupt: stop now rather than after the batches in flight
-            self.close(kill=True)
-            raise
-        finally:
-            bar.close()
-        return results  # type: ignore[return-value]
+        while len(self._actors) < min(self.size, len(jobs)):
+            self._actors.append(self._start())
+        while todo or pending:
+            for actor in self._actors:
+                load = sum(a is actor for a, _ in pending.values())
+                for _ in range(IN_FLIGHT - load):
+                    batch = [todo.popleft() for _ in range(min(per_batch, len(todo)))]
+                    if batch:
+                        pending[actor.run.remote([jobs[i] for i in batch])] = (actor, batch)
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=JOIN_POLL_S)  # bounded: Ctrl-C is acted on
+            for ref in ready:
+                actor, batch = pending.pop(ref)
+                try:
+                    outcomes = ray.get(ref)
+                except ray.exceptions.RayActorError as exc:  # the actor died: replace it, retry its jobs once
+                    self._replace(actor)
+                    for i in reversed(batch):
+                        deaths[i] += 1
+                        if deaths[i] <= RETRIES:
+                            todo.appendleft(i)
+                        else:
+                            results[i] = Outcome(jobs[i].key, CRASH, error=_died(exc, deaths[i]))
+                    bar.update(sum(results[i] is not None for i in batch))
+                    continue
+                except ray.exceptions.RayError as exc:  # a harness bug: crash these jobs, not the run
+                    outcomes = [Outcome(jobs[i].key, CRASH, error=f"executor error: {_first_line(exc)}")
+                                for i in batch]
+                for i, outcome in zip(batch, outcomes):
+                    results[i] = outcome
+                bar.update(len(batch))
 
     def _replace(self, actor: Any) -> None:
         """A fresh actor in the dead one's place (once: its other batches in flight fail the same way)."""

@@ -1,4 +1,4 @@
-"""The one way code from a task or a model is run: `Sandbox.run_untrusted`.
+"""The one way code from a task or a model is run: `Executor.run_untrusted` (`Sandbox` here, or Ray actors).
 
 The harness process never executes a program. It hands jobs to warm worker processes (`evaluate.worker`),
 started with a scrubbed environment (no API keys or tokens, a private HOME), which fork a contained child per
@@ -11,6 +11,9 @@ As root, each worker gets its own unprivileged uid for its jobs (see `evaluate.w
 that dies is replaced, and the processes of its uid are killed from here. A reply that is not a well-formed
 answer to the job (a worker that died mid-line, a desynchronised pipe) crashes that job only: the worker is
 killed and replaced, and the run goes on.
+
+`Executor` is what the builder and scoring hold: `Sandbox` is the local one; `evaluate.ray_executor` runs the same
+`_Worker` inside Ray actors (`--executor ray`, see `evaluate.executor`).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import time
 import dataclasses
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from evaluate import tempdirs
 from evaluate.data import TestCase
@@ -282,6 +285,17 @@ class Executor:
             results[i] = outcome
         return results  # type: ignore[return-value]
 
+    def _interruptible(self, wait: Callable[[], None], bar) -> None:
+        """`wait()` for the jobs in flight, in bounded steps so that Ctrl-C is acted on even if it reached another
+        thread; interrupted, stop every worker now rather than after those jobs, and re-raise."""
+        try:
+            wait()
+        except BaseException:
+            self.close(kill=True)
+            raise
+        finally:
+            bar.close()
+
     def __enter__(self) -> "Executor":
         return self
 
@@ -351,17 +365,15 @@ class Sandbox(Executor):
                 bar.update(1)
 
         threads = [threading.Thread(target=drain, daemon=True) for _ in range(min(self.size, len(jobs)))]
-        try:
+
+        def wait() -> None:
             for t in threads:
                 t.start()
             for t in threads:
-                while t.is_alive():  # a bounded wait: Ctrl-C is acted on even if it reached another thread
+                while t.is_alive():
                     t.join(JOIN_POLL_S)
-        except BaseException:  # KeyboardInterrupt: stop now rather than after the jobs in flight
-            self.close(kill=True)
-            raise
-        finally:
-            bar.close()
+
+        self._interruptible(wait, bar)
         return results  # type: ignore[return-value]
 
     def close(self, kill: bool = False) -> None:
