@@ -88,7 +88,12 @@ class RayExecutor(Executor):
         self._owns = not ray.is_initialized()
         if self._owns:
             local = {} if address else {"include_dashboard": False}
-            ray.init(address=address, logging_level=logging.WARNING, **local)
+            try:
+                ray.init(address=address, logging_level=logging.WARNING, **local)
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise ExecutorError(f"cannot use the Ray cluster at {address or 'this machine'} "
+                                    f"({_first_line(exc)}); start one with `ray start --head`, or check "
+                                    "--ray-address") from None
         cpus = int(ray.cluster_resources().get("CPU", 0))
         if cpus < 1:
             self.close()
