@@ -56,6 +56,7 @@ class Limits:
     open_files: int = 256
     processes: int = 64
     output_bytes: int = 8192  # stdout + stderr kept for the report
+    result_mb: int = 64  # serialised RESULT (the child's whole report) it may send back; larger is a result error
 
 
 @dataclass

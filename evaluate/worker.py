@@ -88,8 +88,10 @@ from scenarios.trace import Recorder, bind
 # it came from inside an API), and a tool-calling episode's summaries (setup values, each call's result or error)
 # or a traced reference's calls and submitted items.
 REPORT_KEYS = ("status", "result", "recorded", "error", "traceback", "trace", "in_api", "setup", "calls", "submit")
-RESULT_CAP = 64 * 1024 * 1024  # bytes of serialised RESULT a child may send back
-TOO_LARGE = f"RESULT is larger than {RESULT_CAP // MB} MB"
+
+
+def too_large(cap_mb: int) -> str:
+    return f"RESULT is larger than {cap_mb} MB"
 
 
 def _error_text(exc: BaseException) -> tuple[str, str]:
@@ -214,16 +216,17 @@ def _run(world, job: dict, case: dict) -> dict:
     return execute(world, job["code"], case)
 
 
-def _send(wfd: int, report: dict) -> None:
-    """One report on the pipe: its length in 8 bytes, then its JSON."""
+def _send(wfd: int, report: dict, cap_mb: int) -> None:
+    """One report on the pipe: its length in 8 bytes, then its JSON (a result error instead when it is larger than
+    `cap_mb`, the job's `result_mb` limit)."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()  # os._exit skips Python's buffers; small output would be lost
         except (OSError, ValueError):
             pass
     data = json.dumps(report, allow_nan=False).encode()
-    if len(data) > RESULT_CAP:  # said here, so the verdict never waits on 64 MB going through a pipe
-        data = json.dumps({"status": RESULT_ERROR, "error": TOO_LARGE}).encode()
+    if len(data) > cap_mb * MB:  # said here, so the verdict never waits on megabytes going through a pipe
+        data = json.dumps({"status": RESULT_ERROR, "error": too_large(cap_mb)}).encode()
     view = memoryview(len(data).to_bytes(8, "big") + data)
     while view:
         view = view[os.write(wfd, view):]
@@ -261,12 +264,12 @@ def _child(world, job: dict, case: dict, workdir: str, wfd: int, gfd: int | None
         apply_limits(job["limits"])
         os.environ.update(HOME=workdir, TMPDIR=workdir, USER="sandbox", LOGNAME="sandbox")
         if gfd is None:
-            _send(wfd, _run(world, job, case))
+            _send(wfd, _run(world, job, case), job["limits"]["result_mb"])
         else:
             for k, program in enumerate(job["batch"]):
                 if k and os.read(gfd, 1) != b"g":
                     break
-                _send(wfd, execute(world, program, case))
+                _send(wfd, execute(world, program, case), job["limits"]["result_mb"])
         code = 0
     except BaseException:  # noqa: BLE001 - nothing may escape a forked child
         code = 71
@@ -274,8 +277,9 @@ def _child(world, job: dict, case: dict, workdir: str, wfd: int, gfd: int | None
         os._exit(code)
 
 
-def _collect(rfd: int, pid: int, deadline: float) -> tuple[bytes, str]:
-    """Read the child's report (8-byte length, then JSON) until it is complete, the child is gone, or time is up.
+def _collect(rfd: int, pid: int, deadline: float, cap_mb: int) -> tuple[bytes, str]:
+    """Read the child's report (8-byte length, then JSON) until it is complete, the child is gone, time is up, or
+    it is larger than `cap_mb` (a child's own code checks that before it sends; a program could write the pipe).
 
     Neither EOF nor a full pipe decides: a process the program left behind keeps the pipe open, and the report
     may be larger than the pipe's buffer. The child's exit is watched through a pidfd.
@@ -295,7 +299,7 @@ def _collect(rfd: int, pid: int, deadline: float) -> tuple[bytes, str]:
                 if not chunk:
                     return b"", "exit"
                 buf += chunk
-                if len(buf) > RESULT_CAP:
+                if len(buf) > 8 + cap_mb * MB:
                     return b"", "too_large"
             elif pidfd in ready:  # gone; what it wrote is in the pipe, unless the report was incomplete
                 if not select.select([rfd], [], [], 0)[0]:
@@ -373,10 +377,10 @@ class Runner:
                 _child(world, job, case, workdir, wfd, gfd, out, self.jail, self.uid, me)
             os.close(wfd)
             if batch is None:
-                data, how = _collect(rfd, pid, start + limits["timeout_s"])
+                data, how = _collect(rfd, pid, start + limits["timeout_s"], limits["result_mb"])
             else:
                 os.close(gfd)
-                reports, keep = self._batch(world, case, len(batch), rfd, go, pid, keep, limits["timeout_s"])
+                reports, keep = self._batch(world, case, len(batch), rfd, go, pid, keep, limits)
                 os.close(go)
                 data, how = json.dumps({"status": OK}).encode(), "done"
             os.close(rfd)
@@ -389,7 +393,7 @@ class Runner:
             if how == "timeout":
                 report = {"status": TIMEOUT, "error": f"the program ran longer than {limits['timeout_s']} s"}
             elif how == "too_large":
-                report = {"status": RESULT_ERROR, "error": TOO_LARGE}
+                report = {"status": RESULT_ERROR, "error": too_large(limits["result_mb"])}
             elif not data:
                 out_of_cpu = _out_of_cpu(wait_status, cpu, limits["cpu_s"])
                 report = {"status": TIMEOUT if out_of_cpu else EXECUTION_ERROR,
@@ -412,7 +416,7 @@ class Runner:
 
 
     @staticmethod
-    def _batch(world, case: dict, n: int, rfd: int, go: int, pid: int, keep: set, timeout_s: float) -> tuple[list, set]:
+    def _batch(world, case: dict, n: int, rfd: int, go: int, pid: int, keep: set, limits: dict) -> tuple[list, set]:
         """The reports of a batch's programs, read one by one: after each, the world's side effects are read and
         the world is reset before the child may run the next, so that every program meets the test case's initial
         world exactly as when it runs alone. Each program has the whole wall-clock limit. The batch ends early
@@ -422,7 +426,7 @@ class Runner:
         Returns the reports and the processes to keep (a reset that restarted a service adds it)."""
         reports = []
         for k in range(n):
-            data, how = _collect(rfd, pid, time.monotonic() + timeout_s)
+            data, how = _collect(rfd, pid, time.monotonic() + limits["timeout_s"], limits["result_mb"])
             if how != "done":
                 break
             report = _checked_report(data)

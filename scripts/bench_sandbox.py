@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import collections
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -65,6 +66,14 @@ def spread(items: list, k: int) -> list:
     return [items[i * len(items) // k] for i in range(k)]
 
 
+def cpu_seconds() -> float:
+    """CPU time (user + system) of this process and of the children it has waited for: once a Sandbox is closed,
+    its workers and every child they forked. Unlike wall time, it hardly moves with other jobs' load, so it is the
+    figure to compare two versions of the code by on a busy machine."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def run_cold(job: Job, limits: Limits) -> Outcome:
     """One test case in a worker process started for it alone, then stopped."""
     worker = _Worker(limits)
@@ -97,13 +106,14 @@ def bench(a: argparse.Namespace, limits: Limits, tasks: list[dict], source: str)
     print(f"tasks: {len(tasks)} ({', '.join(f'{s} {n}' for s, n in sorted(per_scenario.items()))}); "
           f"test cases: {len(cases)}; workers: {a.workers}; {os.cpu_count()} cores")
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), cpu_seconds()
     with Sandbox(a.workers, limits) as sandbox:
         results = score(tasks, {t.task_id: [t.reference_program] for t in tasks}, sandbox)
-    warm = time.perf_counter() - start
+    warm, cpu = time.perf_counter() - start, cpu_seconds() - cpu
     passed = sum(r.status == "pass" for r in results)
     print(f"warm sandbox: {warm:.2f} s for {len(cases)} test cases ({warm / len(cases) * 1000:.1f} ms per case, "
-          f"worker start-up included); {passed}/{len(results)} references pass")
+          f"worker start-up included), {cpu:.2f} CPU s ({cpu / len(cases) * 1000:.1f} ms per case); "
+          f"{passed}/{len(results)} references pass")
 
     subset = spread(cases, a.baseline_cases)
     jobs = [Job(i, t.scenario, t.reference_program, case) for i, (t, case) in enumerate(subset)]

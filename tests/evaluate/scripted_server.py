@@ -5,6 +5,8 @@ returns the reply text, an assistant message as a dict (`content` and `tool_call
 int HTTP status to fail with (429, 500, ...). Every request body is recorded.
 Each answer carries the API's `usage` fields, from `usage(body, reply)` (by default `word_usage`: whitespace-
 separated words, so a test can recompute them); `usage=None` sends none, as some compatible servers do.
+With `hold_after=N`, the requests after the first N wait unanswered until `release()`: a test that kills a run
+after N replies knows exactly how many it got, however slow the machine is.
 It binds 127.0.0.1 on a free port and never touches the network beyond loopback.
 """
 
@@ -41,8 +43,10 @@ def word_usage(body: dict, reply: str) -> dict:
 
 class ScriptedServer:
     def __init__(self, reply: Callable[[dict], str | dict | int], delay_s: float = 0.0,
-                 usage: Callable[[dict, str], dict] | None = word_usage):
+                 usage: Callable[[dict, str], dict] | None = word_usage, hold_after: int | None = None):
         self.reply = reply
+        self.hold_after = hold_after
+        self._released = threading.Event()
         self.usage = usage
         self.delay_s = delay_s
         self.requests: list[dict] = []
@@ -57,8 +61,11 @@ class ScriptedServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with server._lock:
                     server.requests.append(body)
+                    held = server.hold_after is not None and len(server.requests) > server.hold_after
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                if held:
+                    server._released.wait()
                 try:
                     if server.delay_s:
                         time.sleep(server.delay_s)
@@ -103,8 +110,13 @@ class ScriptedServer:
         return self
 
     def __exit__(self, *exc) -> None:
+        self.release()
         self.httpd.shutdown()
         self.httpd.server_close()
+
+    def release(self) -> None:
+        """Answer the held requests, and every later one at once (see `hold_after`)."""
+        self._released.set()
 
     def count(self) -> int:
         with self._lock:

@@ -38,7 +38,6 @@ from builder.pipeline import build
 from evaluate.data import TaskRecord
 from evaluate.sandbox import Job, Limits, Outcome, Sandbox
 from evaluate.scoring import judge_case
-from evaluate.worker import RESULT_CAP
 from scenarios import get_scenario
 from scenarios.session.server import MEMORY_LIMIT_MB as SERVICE_MEMORY_LIMIT_MB
 from scenarios.session.store import SESSION_TYPES
@@ -47,7 +46,9 @@ from scenarios.session.words import SOURCES
 ROOT = Path(__file__).resolve().parents[2]
 # Short limits keep the file fast: the timeouts below are what the slow rows cost. The address-space limit leaves
 # room for the warm worker's own mappings (torch: about 600 MB) plus a reference program.
-LIMITS = Limits(timeout_s=3, cpu_s=2, memory_mb=1536)
+# A 1 MB cap on RESULT: an oversized RESULT is refused after a few milliseconds of work, whatever the load (at the
+# default 64 MB, serialising it twice could take longer than the 3 s limit on a busy machine).
+LIMITS = Limits(timeout_s=3, cpu_s=2, memory_mb=1536, result_mb=1)
 SESSION_BUILD = dict(scenarios=["session"], n=4, seed=0, created_at="2026-01-01", workers=2)
 ALL_MODES = frozenset({"jail", "uid", "none"})
 PRIVILEGED = frozenset({"jail", "uid"})  # the job runs as its own unprivileged uid
@@ -338,7 +339,7 @@ HOSTILE = [
     Hostile("result_self_referencing", "tensor", "a RESULT that cannot be serialised",
             "RESULT = []\nRESULT.append(RESULT)\n", RESULT_ERR),
     Hostile("result_oversized", "tensor", "a RESULT that cannot be serialised",
-            f"RESULT = 'x' * {RESULT_CAP + 1}\n", RESULT_ERR),
+            f"RESULT = 'x' * {LIMITS.result_mb * 2 ** 20 + 1}\n", RESULT_ERR),
     Hostile("forged_report", "tensor", "a RESULT that cannot be serialised",
             "import json, os\n"
             "data = json.dumps({'status': 'crash', 'error': 'forged'}).encode()\n"
