@@ -27,7 +27,8 @@ from builder import facts
 from builder.translate import VARIANTS, Item, TemplateTranslator
 from evaluate.data import TaskRecord, TestCase
 from evaluate.progress import progress
-from evaluate.sandbox import Job, Limits, Sandbox
+from evaluate.executor import make_executor
+from evaluate.sandbox import Executor, Job, Limits
 from scenarios import get_scenario
 from scenarios.base import State, canonical_json
 from scenarios.trace import stored
@@ -200,12 +201,12 @@ def filter_leaks(drafts: list[Draft], rejections: Counter) -> list[Draft]:
     return keep(drafts, reason, rejections)
 
 
-def capture_oracles(drafts: list[Draft], sandbox: Sandbox, rejections: Counter) -> list[Draft]:
+def capture_oracles(drafts: list[Draft], sandbox: Executor, rejections: Counter) -> list[Draft]:
     """Run every reference twice per test case; keep tasks whose runs all succeed and agree.
 
     A redrawn input may send a branching program down any path: which one is read off the program itself, by
     running it with each path's RESULT replaced by the path's label (`Program.path_probe`). The runs on one test
-    case share a child (`Sandbox.run_batched`), the world reset between them.
+    case share a child (`Executor.run_batched`), the world reset between them.
     """
     jobs = [Job((d_i, c_i, run), d.scenario, d.program.reference_code(), case)
             for d_i, d in enumerate(drafts) for c_i, case in enumerate(d.cases) for run in range(2)]
@@ -311,7 +312,7 @@ def build(config: BuildConfig) -> dict:
     records: dict[str, list[TaskRecord]] = {}
     stats, curves, translated = {}, {}, {}
     limits = Limits(timeout_s=config.timeout_s)
-    with Sandbox(config.workers, limits) as sandbox:
+    with make_executor(config.executor, config.ray_address, config.workers, limits) as sandbox:
         for name in config.scenarios:
             drafts, curve = fuzz(config, name, rejections)
             translated[name] = len(drafts)
