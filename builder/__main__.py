@@ -8,6 +8,7 @@ Examples:
   python -m builder --translator openai:gpt-4.1-mini --out stateeval        # LLM agents (OPENAI_API_KEY)
   python -m builder --translator openai:my-model --base-url http://localhost:8000/v1   # e.g. vllm serve
   python -m builder --fresh --against stateeval --out stateeval-fresh   # or --against ORG/stateeval@v1.0.0
+  python -m builder --executor ray --ray-address auto    # oracles and mutants on a Ray cluster (ray start)
   python -m builder publish --dir stateeval --repo ORG/stateeval --version v1.0.0 --dry-run   # see --help
 """
 
@@ -18,6 +19,7 @@ import sys
 
 from builder.config import BuildConfig
 from evaluate.arguments import INTERRUPTED, Parser, at_least_one, positive_seconds
+from evaluate.executor import ADDRESS_HELP, EXECUTOR_HELP, EXECUTORS, check_choice
 from scenarios import scenario_names
 
 
@@ -62,7 +64,11 @@ def parse(argv: list[str] | None = None) -> tuple[BuildConfig, bool]:
                    help=f"generator/evaluator rounds before a task is dropped (default {d.max_rounds})")
     p.add_argument("--concurrency", type=at_least_one, default=d.concurrency,
                    help=f"translation requests in flight for an openai: translator (default {d.concurrency})")
-    p.add_argument("--workers", type=at_least_one, default=None, help="sandbox workers for oracle capture (default: cores)")
+    p.add_argument("--workers", type=at_least_one, default=None,
+                   help="sandbox workers for oracle capture (default: cores; with --executor ray: at most this many "
+                        "actors, default one per CPU of the cluster)")
+    p.add_argument("--executor", choices=EXECUTORS, default=d.executor, help=EXECUTOR_HELP)
+    p.add_argument("--ray-address", default=None, metavar="ADDR", help=ADDRESS_HELP)
     p.add_argument("--calls", type=int, default=d.calls_per_path, dest="calls_per_path",
                    help=f"API calls on every path through a program (default {d.calls_per_path})")
     p.add_argument("--branches", type=int, default=d.branches,
@@ -99,6 +105,8 @@ def parse(argv: list[str] | None = None) -> tuple[BuildConfig, bool]:
                    help="drop a task when at least this share of its instruction 13-grams occurs in a previous "
                         f"release; 0 = any shared 13-gram (default {d.ngram_share})")
     a = p.parse_args(argv)
+    if problem := check_choice(a.executor, a.ray_address):
+        p.error(problem)
     names = [s.strip() for s in a.scenarios.split(",") if s.strip()]
     unknown = [s for s in names if s not in scenario_names()]
     if unknown or not names:
@@ -106,6 +114,7 @@ def parse(argv: list[str] | None = None) -> tuple[BuildConfig, bool]:
     try:
         return BuildConfig(
             scenarios=names, n=a.n, seed=a.seed, out=a.out, translator=a.translator, workers=a.workers,
+            executor=a.executor, ray_address=a.ray_address,
             base_url=a.base_url, max_rounds=a.max_rounds, concurrency=a.concurrency,
             calls_per_path=a.calls_per_path, branches=a.branches, branch_probability=a.branch_probability,
             coverage=a.coverage, recency=a.recency, created_at=a.created_at, timeout_s=a.timeout_s, redraws=a.redraws,
@@ -125,11 +134,12 @@ def main(argv: list[str] | None = None) -> int:
     config, overwrite = parse(argv)
     from builder.checkpoint import describe
     from builder.dataset import DatasetError
+    from evaluate.executor import ExecutorError
     from builder.pipeline import build, translation_cache
 
     try:
         report = build(config, overwrite)
-    except (DatasetError, ValueError) as exc:
+    except (DatasetError, ValueError, ExecutorError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # the folder is renamed into place at the very end: an interrupt leaves it as it was

@@ -25,7 +25,7 @@ from builder.config import BuildConfig
 from evaluate.data import DATA_DIR, DatasetError, file_sha256
 
 CHECKPOINT = ".checkpoint.json"  # hidden: a copy left in a finished folder is never published
-NOT_CONTENT = ("out", "workers", "concurrency")  # settings that change how a build runs, never what it writes
+NOT_CONTENT = ("out", "workers", "concurrency", "executor", "ray_address")  # settings that change how a build runs, never what it writes
 
 
 def partial_folder(out: Path) -> Path:

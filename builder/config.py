@@ -20,6 +20,8 @@ class BuildConfig:
     max_rounds: int = 3  # generator/evaluator negotiation rounds before a task is dropped
     concurrency: int = 32  # translation requests in flight (openai: translators)
     workers: int | None = None  # sandbox workers for oracle capture; None = one per core
+    executor: str = "local"  # where the sandbox runs: local (this machine's workers) or ray (a Ray cluster)
+    ray_address: str | None = None  # the Ray cluster for executor "ray"; None = a local Ray instance
     calls_per_path: int = 5  # API calls on every path through a program (the paper uses 5)
     branches: int = 1  # most if/else splits per program; above 1 they nest (a branch splits on a later value)
     branch_probability: float = 0.5  # chance that each split allowed by `branches` is drawn
@@ -54,6 +56,10 @@ class BuildConfig:
             raise ValueError("--mutants and --probes must be 0 or more")
         if self.shard_size < 1:
             raise ValueError("--shard-size must be at least 1 (tasks per shard; the default is 500)")
+        from evaluate.executor import check_choice
+
+        if problem := check_choice(self.executor, self.ray_address):
+            raise ValueError(problem)
         if self.max_rounds < 1:
             raise ValueError("--max-rounds must be at least 1")
         if self.translator != "template":
@@ -76,7 +82,10 @@ class BuildConfig:
                 "tier": f"calls-{self.calls_per_path}-branches-{self.branches}"}
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "difficulty": self.difficulty()}
+        """What MANIFEST.json records. Where the build ran is left out: it does not change a byte of the shards,
+        and a cluster's address does not belong in a published dataset."""
+        saved = {k: v for k, v in asdict(self).items() if k not in ("executor", "ray_address")}
+        return {**saved, "difficulty": self.difficulty()}
 
 
 def rng_for(config: BuildConfig, scenario: str, index: int, purpose: str) -> random.Random:

@@ -7,7 +7,10 @@ becomes a test case of the task (the oracle is strengthened); a mutant that surv
 equivalent, except a dropped or skipped call, which means the call is dead and drops the task (`weak_oracle`).
 
 Mutants run where the runs are cheapest first: every mutant on the first test case, only the survivors on the
-others, and only the last survivors on probes, all on the sandbox's warm workers.
+others, and only the last survivors on probes, all on the sandbox's warm workers. Some need no run at all: a
+dropped call whose output a later line reads (it raises NameError), and a RESULT that drops or reorders the
+reference's items and changes nothing else, whose outputs on any input are the reference's rearranged (about a
+fifth of the session and voice mutants that would run, and runs that make every API call of the reference).
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ class Mutant:
     change: str  # the changed line, "before -> after"
     code: str
     undefined: str = ""  # a name it reads that nothing defines: it raises NameError, killed without a run
+    # A RESULT mutant whose every other statement is the reference's: the reference's RESULT items it lists, in
+    # order. Its outputs on any input are the reference's with RESULT rearranged so: decided without a run.
+    result_items: tuple[int, ...] | None = None
 
     def describe(self) -> str:
         return f"{self.operator}: {self.change}"
@@ -60,7 +66,8 @@ def mutants(program: Program, per_task: int, rng: random.Random) -> list[Mutant]
         seen.add(code)
         after = _changed_line(base, code)
         undefined = _undefined_read(mutated, setup) if operator == "drop_call" else ""
-        by_operator[operator].append(Mutant(operator, f"{before} -> {after}", code + "\n", undefined))
+        items = _result_items(tree, mutated) if operator == "result" else None
+        by_operator[operator].append(Mutant(operator, f"{before} -> {after}", code + "\n", undefined, items))
     chosen = [m for pool in by_operator.values() for m in pool if m.undefined]  # free: no run needed
     pools = [rng.sample(pool, len(pool)) for pool in ([m for m in p if not m.undefined] for p in by_operator.values())]
     per_task += len(chosen)
@@ -89,6 +96,27 @@ def _undefined_read(tree: ast.Module, defined: set[str]) -> str:
             known |= _assigned_names([stmt])
         return ""
     return walk(tree.body, set(defined))
+
+
+# What a RESULT item may be built of for its value to be read off the reference's RESULT: names and the parts of
+# them it picks (no call, so evaluating the items changes nothing and gives what the reference's items gave).
+PURE_ITEM = (ast.Name, ast.Load, ast.Subscript, ast.Attribute, ast.Constant)
+
+
+def _result_items(reference: ast.Module, mutated: ast.Module) -> tuple[int, ...] | None:
+    """For a mutant that differs from the reference only in its last statement, a top-level `RESULT = [...]` of
+    pure items in both: for each of its items, the position of the reference's item written the same way (equal
+    text, no side effects: equal values). None when its outputs cannot be read off the reference's that way."""
+    *body, last = mutated.body
+    *ref_body, ref_last = reference.body
+    lists = [s.value for s in (last, ref_last) if _assigned(s) == "RESULT" and isinstance(s.value, ast.List)]
+    if len(lists) < 2 or [ast.dump(s) for s in body] != [ast.dump(s) for s in ref_body]:
+        return None
+    if not all(isinstance(n, PURE_ITEM) for value in lists for item in value.elts for n in ast.walk(item)):
+        return None
+    positions = {ast.dump(item): i for i, item in enumerate(lists[1].elts)}
+    found = [positions.get(ast.dump(item)) for item in lists[0].elts]
+    return None if None in found else tuple(found)
 
 
 def _var_types(program: Program) -> dict[str, str]:
@@ -388,9 +416,13 @@ def _killed(sandbox, drafts: list, plans: list, cases: dict, desc: str) -> set:
         if judge_case(get_scenario(drafts[k[0]].scenario), cases[k], outcome)[0] != "pass":
             killed.add(k)
 
-    groups: dict = {}
+    killed, groups = set(), {}
     for k, case in cases.items():
-        groups.setdefault((k[0], id(case)), []).append(k)
+        decided = _decided(drafts[k[0]].scenario, plans[k[0]][k[1]], case)
+        if decided is None:
+            groups.setdefault((k[0], id(case)), []).append(k)
+        elif decided:
+            killed.add(k)
     jobs = []
     for keys in groups.values():
         scenario, case = drafts[keys[0][0]].scenario, cases[keys[0]]
@@ -398,7 +430,7 @@ def _killed(sandbox, drafts: list, plans: list, cases: dict, desc: str) -> set:
             jobs.append(Job(("shared", tuple(keys)), scenario, _driver([plans[k[0]][k[1]].code for k in keys]), case))
         else:
             jobs += [alone(k) for k in keys]
-    killed, retry = set(), []
+    retry = []
     run = sandbox.run_batched if BATCHES else sandbox.run_untrusted
     for o in run(jobs, desc=desc if jobs else None):
         if o.key[0] == "shared":  # RESULT holds one {"result"} or {"error"} per mutant
@@ -416,6 +448,23 @@ def _killed(sandbox, drafts: list, plans: list, cases: dict, desc: str) -> set:
     for o in sandbox.run_untrusted([alone(k) for k in retry], desc=f"{desc} (one by one)" if retry else None):
         verdict(o.key, o)
     return killed
+
+
+RESULTS_FROM_REFERENCE = True  # False: run the RESULT mutants too, as a check of `_decided`
+
+
+def _decided(scenario: str, mutant: Mutant, case) -> bool | None:
+    """Whether the test case kills a mutant whose outputs are the reference's with RESULT rearranged
+    (`Mutant.result_items`), read off the reference's outputs on it; None when it has to run. Its side effects are
+    the reference's, so only RESULT can tell it apart."""
+    from scenarios import get_scenario
+
+    if not RESULTS_FROM_REFERENCE or mutant.result_items is None or case.expected_result is None:
+        return None
+    expected = json.loads(case.expected_result)
+    if not isinstance(expected, list) or not all(i < len(expected) for i in mutant.result_items):
+        return None
+    return get_scenario(scenario).compare_result(expected, [expected[i] for i in mutant.result_items]) is not None
 
 
 def _driver(codes: list[str]) -> str:

@@ -33,7 +33,8 @@ from builder import facts
 from builder.translate import VARIANTS, Item, TemplateTranslator
 from evaluate.data import TaskRecord, TestCase
 from evaluate.progress import progress
-from evaluate.sandbox import Job, Limits, Sandbox
+from evaluate.executor import make_executor
+from evaluate.sandbox import Executor, Job, Limits
 from scenarios import get_scenario
 from scenarios.base import State, canonical_json
 from scenarios.trace import stored
@@ -237,12 +238,12 @@ def filter_leaks(drafts: list[Draft], rejections: Counter) -> list[Draft]:
     return keep(drafts, reason, rejections)
 
 
-def capture_oracles(drafts: list[Draft], sandbox: Sandbox, rejections: Counter) -> list[Draft]:
+def capture_oracles(drafts: list[Draft], sandbox: Executor, rejections: Counter) -> list[Draft]:
     """Run every reference twice per test case; keep tasks whose runs all succeed and agree.
 
     A redrawn input may send a branching program down any path: which one is read off the program itself, by
     running it with each path's RESULT replaced by the path's label (`Program.path_probe`). The runs on one test
-    case share a child (`Sandbox.run_batched`), the world reset between them.
+    case share a child (`Executor.run_batched`), the world reset between them.
     """
     jobs = [Job((d_i, c_i, run), d.scenario, d.program.reference_code(), case)
             for d_i, d in enumerate(drafts) for c_i, case in enumerate(d.cases) for run in range(2)]
@@ -395,7 +396,7 @@ class Run:
             state["fresh"] = self.fresh.tallies()
         return state
 
-    def scenario(self, s: ScenarioRun, sandbox: Sandbox) -> None:
+    def scenario(self, s: ScenarioRun, sandbox: Executor) -> None:
         """Every remaining program of a scenario. At most one shard of records is alive: each batch of programs
         is as large as the room left in the shard, and a full shard is written, checkpointed and dropped."""
         size, records = self.config.shard_size, []
@@ -410,7 +411,7 @@ class Run:
             s.done = True
             self.checkpoint.save(self.state())
 
-    def tasks(self, s: ScenarioRun, stop: int, sandbox: Sandbox) -> list[TaskRecord]:
+    def tasks(self, s: ScenarioRun, stop: int, sandbox: Executor) -> list[TaskRecord]:
         """The records of programs `s.next` to `stop - 1` that pass every step; the others counted by reason."""
         config, rejections = self.config, self.rejections
         drafts = s.fuzzer.programs(config, s.next, stop, rejections)
@@ -474,7 +475,8 @@ def build(config: BuildConfig, overwrite: bool = False) -> dict:
                 print(f"resuming the unfinished build of {out} in {checkpoint.folder}: "
                       + ", ".join(f"{s.name} from program {s.next} ({len(s.shards)} shards)"
                                   for s in run.scenarios.values()), file=sys.stderr)
-            with Sandbox(config.workers, Limits(timeout_s=config.timeout_s)) as sandbox:
+            limits = Limits(timeout_s=config.timeout_s)
+            with make_executor(config.executor, config.ray_address, config.workers, limits) as sandbox:
                 for s in run.scenarios.values():
                     run.scenario(s, sandbox)
             report = run.report(time.perf_counter() - started)

@@ -10,6 +10,7 @@ Examples:
   python -m evaluate --model gpt-4.1-nano --price-in 0.10 --price-out 0.40   # and what the run cost, in USD
   python -m evaluate --model gpt-4.1-nano --mode tools                 # call the APIs as tools, per test case
   python -m evaluate --model gpt-4.1-nano --mode explore --max-turns 5 # try code on a scratch world first
+  python -m evaluate --samples answers.jsonl --executor ray --ray-address auto   # score on a Ray cluster
   python -m evaluate.report results/*/*/results.json                   # compare runs side by side
 
 Generations are cached in <out>/<model>/<revision>/generations.jsonl; running the same command again resumes.
@@ -22,6 +23,7 @@ import sys
 
 from evaluate.arguments import INTERRUPTED, Parser, at_least_one, positive_seconds, price
 from evaluate.episodes import MODES
+from evaluate.executor import ADDRESS_HELP, EXECUTOR_HELP, EXECUTORS, check_choice
 from evaluate.models import ALIASES, BACKENDS, Sampling
 from evaluate.run import EvalConfig
 from evaluate.prompts import VARIANTS
@@ -82,7 +84,11 @@ def parse_args(argv: list[str] | None = None) -> EvalConfig:
     t.add_argument("--since", default=None, metavar="YYYY-MM-DD",
                    help="score only tasks created after this date (e.g. a model's training cut-off; fresh splits)")
     t.add_argument("--out", default=d.out, help="results root; a run writes <out>/<model>/<revision>/ (default results)")
-    t.add_argument("--workers", type=at_least_one, default=None, help="sandbox workers (default: cores)")
+    t.add_argument("--workers", type=at_least_one, default=None,
+                   help="sandbox workers (default: cores; with --executor ray: at most this many actors, default "
+                        "one per CPU of the cluster)")
+    t.add_argument("--executor", choices=EXECUTORS, default=d.executor, help=EXECUTOR_HELP)
+    t.add_argument("--ray-address", default=None, metavar="ADDR", help=ADDRESS_HELP)
     t.add_argument("--timeout", type=positive_seconds, default=d.timeout_s, dest="timeout_s",
                    help=f"seconds per test case (default {d.timeout_s})")
     t.add_argument("--plot", action="store_true", help="also write PNG figures: pass@1 and the outcome of each sample per scenario, the causes of "
@@ -99,6 +105,8 @@ def parse_args(argv: list[str] | None = None) -> EvalConfig:
         p.error("pass --model (an alias such as 'reference', or a model id with --backend) or --samples FILE")
     if a.samples and a.mode != "code":
         p.error(f"--samples scores programs (the code mode); --mode {a.mode} needs a model that converses (--model)")
+    if problem := check_choice(a.executor, a.ray_address):
+        p.error(problem)
     if (a.price_in is None) != (a.price_out is None):
         p.error("--price-in and --price-out go together: give both (0 for a side that is free)")
     scenarios = [x.strip() for x in a.scenario.split(",")] if a.scenario else None
@@ -109,6 +117,7 @@ def parse_args(argv: list[str] | None = None) -> EvalConfig:
     return EvalConfig(
         model=a.model, backend=a.backend, dataset=a.dataset, revision=a.revision, scenarios=scenarios,
         n_samples=a.n_samples, samples=a.samples, out=a.out, limit=a.limit, since=a.since, workers=a.workers,
+        executor=a.executor, ray_address=a.ray_address,
         timeout_s=a.timeout_s, sampling=sampling, backend_options=options, plot=a.plot, variant=a.variant,
         price=None if a.price_in is None else Price(a.price_in, a.price_out), mode=a.mode, max_turns=a.max_turns,
     )
@@ -117,12 +126,13 @@ def parse_args(argv: list[str] | None = None) -> EvalConfig:
 def main(argv: list[str] | None = None) -> int:
     config = parse_args(argv)
     from evaluate.data import DatasetError
+    from evaluate.executor import ExecutorError
     from evaluate.models import BackendError, UnknownModel
     from evaluate.run import format_table, format_usage, resume_note, run
 
     try:
         report = run(config)
-    except (DatasetError, UnknownModel, BackendError) as exc:
+    except (DatasetError, UnknownModel, BackendError, ExecutorError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # the sandbox has already stopped its workers and removed their folders

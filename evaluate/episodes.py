@@ -30,7 +30,7 @@ from evaluate.models import Backend, BackendError, Request, Sampling, Usage
 from evaluate.models.cache import GenerationCache, prompt_key
 from evaluate.progress import progress
 from evaluate.prompts import build_messages, extract_code
-from evaluate.sandbox import Job, Outcome, Sandbox
+from evaluate.sandbox import Executor, Job, Outcome
 from evaluate.statuses import CRASH, SETUP_ERROR, TIMEOUT
 from scenarios import get_scenario
 from scenarios.calling import SUBMIT, SUBMIT_SPEC, ToolSpec
@@ -154,7 +154,7 @@ class Driver:
     batch (the backend's concurrency applies), then all their tool calls run in the sandbox in one batch."""
 
     def __init__(self, mode: str, backend: Backend | None, cache: GenerationCache, sampling: Sampling, model: str,
-                 sandbox: Sandbox, max_turns: int = DEFAULT_MAX_TURNS, variant: str = "natural"):
+                 sandbox: Executor, max_turns: int = DEFAULT_MAX_TURNS, variant: str = "natural"):
         if mode not in (TOOLS, EXPLORE):
             raise ValueError(f"unknown conversation mode {mode!r}")
         self.mode, self.backend, self.cache, self.sampling, self.model = mode, backend, cache, sampling, model

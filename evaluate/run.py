@@ -21,7 +21,8 @@ from evaluate.progress import progress
 from evaluate.provenance import library_versions
 from evaluate.prompts import build_messages, extract_code
 from evaluate.diagnosis import format_causes, format_metric
-from evaluate.sandbox import Job, Limits, Sandbox
+from evaluate.executor import LOCAL, make_executor
+from evaluate.sandbox import Executor, Job, Limits
 from evaluate.scoring import every_k, run_containment, score, summarize
 from evaluate.statuses import STATUSES
 from evaluate.usage import Price, sample_tokens, summarize_usage
@@ -39,6 +40,8 @@ class EvalConfig:
     out: str = "results"
     limit: int | None = None
     workers: int | None = None
+    executor: str = LOCAL  # where the sandbox runs: local (this machine's workers) or ray (a Ray cluster)
+    ray_address: str | None = None  # the Ray cluster for executor "ray"; None = a local Ray instance
     timeout_s: float = 10.0
     sampling: Sampling = field(default_factory=Sampling)
     backend_options: dict = field(default_factory=dict)  # base_url, concurrency, tensor_parallel_size, ...
@@ -110,7 +113,7 @@ def generate(config: EvalConfig, tasks: list[TaskRecord]) -> tuple[dict[str, lis
     return dict(replies), usage
 
 
-def trace_references(tasks: list[TaskRecord], sandbox: Sandbox) -> dict[tuple[str, str], dict]:
+def trace_references(tasks: list[TaskRecord], sandbox: Executor) -> dict[tuple[str, str], dict]:
     """(task id, test case name) -> the reference's API calls on that test case as tool calls, and its RESULT as
     submit_result's items: what `--model reference` replays in tools mode."""
     jobs = [Job((t.task_id, case.name), t.scenario, t.reference_program, case, trace=True)
@@ -124,7 +127,7 @@ def trace_references(tasks: list[TaskRecord], sandbox: Sandbox) -> dict[tuple[st
     return scripts
 
 
-def converse(config: EvalConfig, tasks: list[TaskRecord], sandbox: Sandbox):
+def converse(config: EvalConfig, tasks: list[TaskRecord], sandbox: Executor):
     """Answers, usage and turns of a tools or explore run: its conversations, each turn from the cache where it
     holds it, else from the backend. Every conversation is written to conversations_<mode>.jsonl."""
     options = dict(config.backend_options)
@@ -186,7 +189,8 @@ def run(config: EvalConfig) -> dict:
             codes = {tid: [extract_code(x) for x in rs] for tid, rs in replies.items()}
         backend = resolve(config.model, config.backend)[1]
 
-    with Sandbox(config.workers, Limits(timeout_s=config.timeout_s)) as sandbox:
+    limits = Limits(timeout_s=config.timeout_s)
+    with make_executor(config.executor, config.ray_address, config.workers, limits) as sandbox:
         if config.mode != CODE and not config.samples:
             codes, usage, turns = converse(config, tasks, sandbox)
         results = score(tasks, codes, sandbox)
@@ -219,8 +223,9 @@ def run(config: EvalConfig) -> dict:
         "mode": config.mode,
         "max_turns": None if config.mode == CODE else config.max_turns,
         "sampling": {"n_samples": n, **asdict(config.sampling)},
-        # timeout_s: what re-scoring a submission of this run uses; containment: how its programs were contained
-        "sandbox": {"timeout_s": config.timeout_s, "containment": containment},
+        # timeout_s: what re-scoring a submission of this run uses; containment: how its programs were contained;
+        # executor: where they ran (local or ray), which changes no verdict
+        "sandbox": {"timeout_s": config.timeout_s, "containment": containment, "executor": config.executor},
         "versions": library_versions("stateeval", "torch", "datasets", "openai", "transformers", "vllm"),
         "evaluated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "summary": summary,

@@ -1,4 +1,4 @@
-"""The one way code from a task or a model is run: `Sandbox.run_untrusted`.
+"""The one way code from a task or a model is run: `Executor.run_untrusted` (`Sandbox` here, or Ray actors).
 
 The harness process never executes a program. It hands jobs to warm worker processes (`evaluate.worker`),
 started with a scrubbed environment (no API keys or tokens, a private HOME), which fork a contained child per
@@ -11,6 +11,9 @@ As root, each worker gets its own unprivileged uid for its jobs (see `evaluate.w
 that dies is replaced, and the processes of its uid are killed from here. A reply that is not a well-formed
 answer to the job (a worker that died mid-line, a desynchronised pipe) crashes that job only: the worker is
 killed and replaced, and the run goes on.
+
+`Executor` is what the builder and scoring hold: `Sandbox` is the local one; `evaluate.ray_executor` runs the same
+`_Worker` inside Ray actors (`--executor ray`, see `evaluate.executor`).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import time
 import dataclasses
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from evaluate import tempdirs
 from evaluate.data import TestCase
@@ -166,6 +169,15 @@ class _Worker:
             return Outcome(job.key, CRASH, error=f"the sandbox worker sent a malformed reply ({str(exc)[:80]}); "
                                                    "it was restarted")
 
+    def run_safely(self, job: Job) -> Outcome:
+        """`run`, with a harness bug reported as that job's crash (the worker killed and left for replacement)
+        rather than a hole in the results."""
+        try:
+            return self.run(job)
+        except Exception as exc:  # noqa: BLE001
+            self.close(kill=True)
+            return Outcome(job.key, CRASH, error=f"sandbox error: {type(exc).__name__}: {exc}")
+
     def _readline(self, deadline: float) -> bytes | None:
         fd = self.proc.stdout.fileno()
         while b"\n" not in self._buf:
@@ -234,7 +246,65 @@ JOIN_POLL_S = 0.2  # how often the harness thread wakes while workers run: a sig
 # than this one does not interrupt a wait without a timeout, so Ctrl-C would wait for every job in flight
 
 
-class Sandbox:
+class Executor:
+    """Where jobs run: an executor runs `Job`s and returns one `Outcome` per job, in job order.
+
+    Two implementations: `Sandbox` (this machine's warm workers, the default) and `evaluate.ray_executor.RayExecutor`
+    (the same worker program on a Ray cluster's nodes); `evaluate.executor.make_executor` picks one by name. The
+    builder and scoring see only this interface, so where the work runs changes no step and no verdict.
+    A subclass gives `run_untrusted` and `close`; batching and the context manager are shared.
+    """
+
+    def run_untrusted(self, jobs: Iterable[Job], desc: str | None = None) -> list[Outcome]:
+        raise NotImplementedError
+
+    def close(self, kill: bool = False) -> None:
+        """Stop every worker (`kill`: at once, without letting a job in flight finish) and remove their folders."""
+        raise NotImplementedError
+
+    def run_batched(self, jobs: list[Job], desc: str | None = None) -> list[Outcome]:
+        """Like `run_untrusted`, for the builder's own programs only (references, their mutants): jobs on the same
+        test case (the same `case` object) run as one batch, in one child with the world reset between them (see
+        `Job.batch`), which saves a fork and a setup per program. The programs a batch did not reach (one ran out
+        of time, the child died) run alone afterwards. Untrusted answers never share a child: score them with
+        `run_untrusted`."""
+        groups: dict[tuple, list[int]] = {}
+        for i, job in enumerate(jobs):
+            groups.setdefault((job.scenario, id(job.case)), []).append(i)
+        batches = [Job(tuple(g), jobs[g[0]].scenario, "", jobs[g[0]].case, batch=[jobs[i].code for i in g])
+                   if len(g) > 1 else jobs[g[0]] for g in groups.values()]
+        results: list[Outcome | None] = [None] * len(jobs)
+        for g, outcome in zip(groups.values(), self.run_untrusted(batches, desc)):
+            if len(g) == 1:
+                results[g[0]] = outcome
+                continue
+            for i, one in zip(g, outcome.batch or []):
+                results[i] = dataclasses.replace(one, key=jobs[i].key, extra=dict(outcome.extra))
+        rest = [i for i, r in enumerate(results) if r is None]
+        for i, outcome in zip(rest, self.run_untrusted([jobs[i] for i in rest], f"{desc} (one by one)" if rest and desc
+                                                       else None)):
+            results[i] = outcome
+        return results  # type: ignore[return-value]
+
+    def _interruptible(self, wait: Callable[[], None], bar) -> None:
+        """`wait()` for the jobs in flight, in bounded steps so that Ctrl-C is acted on even if it reached another
+        thread; interrupted, stop every worker now rather than after those jobs, and re-raise."""
+        try:
+            wait()
+        except BaseException:
+            self.close(kill=True)
+            raise
+        finally:
+            bar.close()
+
+    def __enter__(self) -> "Executor":
+        return self
+
+    def __exit__(self, exc_type, *exc) -> None:
+        self.close(kill=exc_type is not None and issubclass(exc_type, KeyboardInterrupt))
+
+
+class Sandbox(Executor):
     """A pool of warm workers. `run_untrusted(jobs)` returns one Outcome per job, in order.
 
     Interrupted (Ctrl-C) while it runs jobs, it kills its workers at once, starts no new one and re-raises; every
@@ -290,50 +360,21 @@ class Sandbox:
                 if worker is None:
                     return
                 try:
-                    results[i] = worker.run(jobs[i])
-                except Exception as exc:  # noqa: BLE001 - a harness bug must not leave a hole in the results
-                    worker.close(kill=True)
-                    results[i] = Outcome(jobs[i].key, CRASH, error=f"sandbox error: {type(exc).__name__}: {exc}")
+                    results[i] = worker.run_safely(jobs[i])
                 finally:
                     self._release(worker)
                 bar.update(1)
 
         threads = [threading.Thread(target=drain, daemon=True) for _ in range(min(self.size, len(jobs)))]
-        try:
+
+        def wait() -> None:
             for t in threads:
                 t.start()
             for t in threads:
-                while t.is_alive():  # a bounded wait: Ctrl-C is acted on even if it reached another thread
+                while t.is_alive():
                     t.join(JOIN_POLL_S)
-        except BaseException:  # KeyboardInterrupt: stop now rather than after the jobs in flight
-            self.close(kill=True)
-            raise
-        finally:
-            bar.close()
-        return results  # type: ignore[return-value]
 
-    def run_batched(self, jobs: list[Job], desc: str | None = None) -> list[Outcome]:
-        """Like `run_untrusted`, for the builder's own programs only (references, their mutants): jobs on the same
-        test case (the same `case` object) run as one batch, in one child with the world reset between them (see
-        `Job.batch`), which saves a fork and a setup per program. The programs a batch did not reach (one ran out
-        of time, the child died) run alone afterwards. Untrusted answers never share a child: score them with
-        `run_untrusted`."""
-        groups: dict[tuple, list[int]] = {}
-        for i, job in enumerate(jobs):
-            groups.setdefault((job.scenario, id(job.case)), []).append(i)
-        batches = [Job(tuple(g), jobs[g[0]].scenario, "", jobs[g[0]].case, batch=[jobs[i].code for i in g])
-                   if len(g) > 1 else jobs[g[0]] for g in groups.values()]
-        results: list[Outcome | None] = [None] * len(jobs)
-        for g, outcome in zip(groups.values(), self.run_untrusted(batches, desc)):
-            if len(g) == 1:
-                results[g[0]] = outcome
-                continue
-            for i, one in zip(g, outcome.batch or []):
-                results[i] = dataclasses.replace(one, key=jobs[i].key, extra=dict(outcome.extra))
-        rest = [i for i, r in enumerate(results) if r is None]
-        for i, outcome in zip(rest, self.run_untrusted([jobs[i] for i in rest], f"{desc} (one by one)" if rest and desc
-                                                       else None)):
-            results[i] = outcome
+        self._interruptible(wait, bar)
         return results  # type: ignore[return-value]
 
     def close(self, kill: bool = False) -> None:
@@ -344,9 +385,3 @@ class Sandbox:
         for w in workers:
             w.close(kill=kill)
         tempdirs.sweep()  # the test-case folders of workers that were killed mid-job
-
-    def __enter__(self) -> "Sandbox":
-        return self
-
-    def __exit__(self, exc_type, *exc) -> None:
-        self.close(kill=exc_type is not None and issubclass(exc_type, KeyboardInterrupt))

@@ -22,7 +22,7 @@ from math import comb
 from evaluate.containment import weakest
 from evaluate.data import TaskRecord, TestCase
 from evaluate.diagnosis import diagnose, summarize_diagnoses
-from evaluate.sandbox import Job, Sandbox
+from evaluate.sandbox import Executor, Job
 from evaluate.statuses import (
     CRASH,
     EXECUTION_ERROR,
@@ -91,7 +91,7 @@ def answer_job(key, scenario: str, answer: str | list[dict], case: TestCase, c: 
     return Job(key, scenario, "", case, calls=answer[c]["calls"], submit=answer[c]["submit"])
 
 
-def score(tasks: list[TaskRecord], codes: dict[str, list], sandbox: Sandbox) -> list[SampleResult]:
+def score(tasks: list[TaskRecord], codes: dict[str, list], sandbox: Executor) -> list[SampleResult]:
     """`codes[task_id]` holds one answer per sample: an extracted program, or a list of episodes (tools mode; see
     `answer_job`), or None (no code, no tool call)."""
     jobs = []

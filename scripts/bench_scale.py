@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_build import measure  # noqa: E402
+from bench_build import SAMPLE_S, measure  # noqa: E402
 
 FULL = 100_000
 
@@ -45,10 +45,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--mutants", type=int, default=None, help="passed to the builder (0: no mutation analysis)")
     p.add_argument("--shard-size", type=int, default=None, help="passed to the builder (default: the builder's)")
     p.add_argument("--executor", default=None,
-                   help="passed to the builder as --executor (local or ray), where `python -m builder --help` has it")
+                   help="passed to the builder as --executor (local, or ray for a local Ray instance)")
     p.add_argument("--log", type=Path, default=None,
                    help="write each build's progress (its stderr) to LOG/<tasks>.log instead of discarding it")
-    p.add_argument("--every", type=float, default=0.2, help="seconds between memory samples (default 0.2)")
+    p.add_argument("--every", type=float, default=SAMPLE_S,
+                   help=f"seconds between memory samples (default {SAMPLE_S})")
     a = p.parse_args(argv)
     try:
         a.sizes = sorted({int(s) for s in a.sizes.split(",") if s.strip()} | ({FULL} if a.full else set()))
@@ -82,7 +83,7 @@ def main(argv: list[str] | None = None) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             log = open(a.log / f"{size}.log", "w") if a.log else subprocess.DEVNULL
             try:
-                seconds, peak, peak_builder, out = measure(command(a, n, Path(tmp) / "stateeval"), a.every, log)
+                seconds, cpu, peak, peak_builder, out = measure(command(a, n, Path(tmp) / "stateeval"), a.every, log)
             finally:
                 if a.log:
                     log.close()
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> None:
         kept = sum(int(k) for k in re.findall(r"kept (\d+) of", out))
         rows.append((tasks, seconds, peak))
         print(f"{tasks} tasks ({n} per scenario: {a.scenarios}; {kept} kept): {seconds:.1f} s wall, "
-              f"{tasks / seconds:.2f} tasks/s, peak memory {peak / 2**20:.0f} MiB (builder and workers), "
+              f"{tasks / seconds:.2f} tasks/s, {cpu:.0f} s CPU, peak memory {peak / 2**20:.0f} MiB (builder and workers), "
               f"{peak_builder / 2**20:.0f} MiB (builder alone)", flush=True)
     if len(rows) > 1:
         (small, _, low), (big, t_big, high) = rows[0], rows[-1]

@@ -10,9 +10,9 @@ from collections import Counter
 import pytest
 
 import scenarios.session.machine as session_scenario
-from builder.config import BuildConfig
+from builder.config import BuildConfig, rng_for
 from builder.fuzz import CoverageRecorder
-from builder.mutate import OPERATORS, _assigned_names, _undefined_read, analyse_mutants, mutants
+from builder.mutate import OPERATORS, _assigned_names, _result_items, _undefined_read, analyse_mutants, mutants
 from builder.pipeline import capture_oracles, fuzz
 from builder.program import generate_program
 from evaluate.sandbox import Limits, Sandbox
@@ -91,18 +91,53 @@ def test_undefined_read_follows_each_branch_on_its_own():
         "    RESULT = [b]\n", "    RESULT = [a]\n")), {"x", "f", "g", "COND"}) == ""
 
 
+def test_result_items_are_read_off_the_reference_only_when_nothing_else_changes():
+    def items(reference: str, mutant: str):
+        return _result_items(ast.parse(reference), ast.parse(mutant))
+
+    body = "a = f(x)\nb = g(a)\n"
+    assert items(body + "RESULT = [a, b, a['k']]", body + "RESULT = [b, a, a['k']]") == (1, 0, 2)
+    assert items(body + "RESULT = [a, b, a['k']]", body + "RESULT = [a, a['k']]") == (0, 2)
+    assert items(body + "RESULT = [a, b]", "a = f(y)\nb = g(a)\nRESULT = [b, a]") is None  # another line changed
+    assert items(body + "RESULT = [a, g(b)]", body + "RESULT = [g(b), a]") is None  # a call: it may change the world
+    assert items(body + "RESULT = [a, b]", body + "RESULT = [a, c]") is None  # an item the reference does not have
+    branch = "a = f(x)\nif a > COND:\n    RESULT = [a, x]\nelse:\n    RESULT = [x, a]\n"
+    assert items(branch, branch.replace("RESULT = [a, x]", "RESULT = [x, a]")) is None  # which path ran is unknown
+
+
+def test_a_result_mutant_is_killed_exactly_when_its_rearranged_result_differs():
+    from builder.mutate import Mutant, _decided
+    from evaluate.data import TestCase
+
+    case = TestCase("original", "main", "{}", "", [])
+    case.expected_result = json.dumps([[1, 2], [1, 2], {"id": "a"}])
+
+    def killed(items):
+        return _decided("session", Mutant("result", "", "", result_items=items), case)
+
+    assert killed((1, 0, 2)) is False  # two equal items swapped: the same RESULT, a survivor on this input
+    assert killed((0, 2, 1)) is True
+    assert killed((0, 1)) is True  # an item dropped
+    assert _decided("session", Mutant("argument", "", ""), case) is None  # any other mutant runs
+
+
 @pytest.mark.parametrize("name,n,seed", [("tensor", 5, 11), ("session", 4, 3), ("voice", 5, 2)])
 def test_one_job_per_task_and_case_kills_exactly_what_one_job_per_mutant_kills(sandbox, monkeypatch, name, n, seed):
     """A task's mutants share a child on each test case (tensor: `shared_runs`; session and voice: a batch, the
-    world reset between mutants); the verdicts must be those of separate runs."""
+    world reset between mutants), and RESULT mutants are decided from the reference's outputs; the verdicts must be
+    those of separate runs of every mutant."""
     import builder.mutate as mutate
 
     config, drafts = captured(name, n, seed, sandbox)
     together = analyse_mutants(drafts, sandbox, config, Counter())
     shared = [(d.task_id, d.mutation, [c.name for c in d.cases]) for d in together]
+    read_off = sum(m.result_items is not None for d in drafts for m in mutants(
+        d.program, config.mutants, rng_for(config, d.scenario, d.index, "mutants")))
+    assert read_off > 0  # RESULT mutants decided from the reference's outputs, run below
     config, drafts = captured(name, n, seed, sandbox)
     monkeypatch.setattr(type(get_scenario(name)), "shared_runs", False)
     monkeypatch.setattr(mutate, "BATCHES", False)
+    monkeypatch.setattr(mutate, "RESULTS_FROM_REFERENCE", False)
     apart = analyse_mutants(drafts, sandbox, config, Counter())
     assert shared == [(d.task_id, d.mutation, [c.name for c in d.cases]) for d in apart]
     assert sum(m["killed"] for _, m, _ in shared) > 0

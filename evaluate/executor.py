@@ -1,0 +1,56 @@
+"""Where sandbox jobs run: `--executor local|ray` on `python -m builder` and `python -m evaluate`.
+
+`local` (the default) is `evaluate.sandbox.Sandbox`, this machine's warm workers. `ray` is
+`evaluate.ray_executor.RayExecutor`: the same worker program, one per CPU of a Ray cluster. Both are an
+`evaluate.sandbox.Executor`, which is all the builder's oracle capture and mutation runs and evaluate's scoring
+see; the worker (and so the containment of every program) is the same whichever runs it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from evaluate.sandbox import Executor, Limits, Sandbox
+
+LOCAL, RAY = "local", "ray"
+EXECUTORS = (LOCAL, RAY)
+RAY_INSTALL = "pip install -e '.[ray]'"
+EXECUTOR_HELP = (
+    "where the sandbox runs programs: 'local' (default: warm worker processes on this machine, --workers of "
+    "them) or 'ray' (one worker per CPU of a Ray cluster, each an actor running the same contained worker; "
+    f"needs the ray extra: {RAY_INSTALL})")
+ADDRESS_HELP = (
+    "the Ray cluster to use with --executor ray: 'auto' (the cluster `ray start` made this node part of), "
+    "ray://HEAD:10001 (Ray Client) or HEAD:6379; default: start a local Ray instance on this machine's cores")
+
+
+class ExecutorError(RuntimeError):
+    """An executor that cannot be had (ray not installed, a cluster without CPUs): one line naming the fix."""
+
+
+def ray_missing() -> str | None:
+    """Why `--executor ray` cannot run here, or None when ray is importable."""
+    if importlib.util.find_spec("ray") is None:
+        return f"--executor ray needs the ray package: {RAY_INSTALL}"
+    return None
+
+
+def check_choice(executor: str, address: str | None) -> str | None:
+    """What is wrong with an --executor / --ray-address pair, as one line for a parser's error; None if nothing."""
+    if address is not None and executor != RAY:
+        return "--ray-address is for --executor ray (the local executor uses this machine's cores)"
+    return ray_missing() if executor == RAY else None
+
+
+def make_executor(name: str = LOCAL, address: str | None = None, workers: int | None = None,
+                  limits: Limits | None = None) -> Executor:
+    """An executor by name. `workers`: local, the worker processes (default: cores); ray, at most that many actors
+    (default: every CPU of the cluster). `address`: the Ray cluster (None: a local Ray instance)."""
+    problem = check_choice(name, address) if name in EXECUTORS else f"unknown executor {name!r}; choose from {EXECUTORS}"
+    if problem:
+        raise ExecutorError(problem)
+    if name == LOCAL:
+        return Sandbox(workers, limits)
+    from evaluate.ray_executor import RayExecutor
+
+    return RayExecutor(address, workers, limits)

@@ -1,0 +1,183 @@
+"""Sandbox jobs on a Ray cluster: `--executor ray [--ray-address ADDR]` (the `ray` extra; imported only here).
+
+Each worker slot is a Ray actor holding one CPU. It starts the very worker program the local sandbox starts
+(`python -m evaluate.worker`, through `evaluate.sandbox._Worker`: the same scrubbed environment, JSON-lines protocol
+and containment, decided on the node it runs on), keeps it warm, and runs the batches of jobs it is sent through it
+one job at a time, replacing a worker that died exactly as the local pool does (its job is a crash). The harness
+side keeps every actor busy with batches, collects the `Outcome`s in job order, and replaces an actor that dies
+(its process killed, its node lost): the jobs it had in flight run once more on the replacement, and a job whose
+actor dies a second time is reported as a crash.
+
+Every node needs the project installed (the same version), since actors import `evaluate` and start its worker.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+from collections import deque
+from typing import Any, Iterable
+
+from evaluate import tempdirs
+from evaluate.containment import PR_SET_DUMPABLE, prctl
+from evaluate.executor import RAY_INSTALL, ExecutorError
+from evaluate.progress import progress
+from evaluate.sandbox import JOIN_POLL_S, Executor, Job, Limits, Outcome, _Worker
+from evaluate.statuses import CRASH
+
+BATCH_MAX = 16  # jobs per call to an actor: fewer round trips, yet enough batches to share the work out evenly
+BATCHES_PER_SLOT = 4  # a run is cut into at least this many batches per actor, so no actor ends far behind
+IN_FLIGHT = 2  # batches queued on each actor, so it starts the next one without waiting for the harness
+RETRIES = 1  # how many times a job whose actor died runs again before it is reported as a crash
+CLOSE_S = 10.0  # how long closing waits for actors to stop their workers before killing the actors
+
+
+def import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise ExecutorError(f"--executor ray needs the ray package: {RAY_INSTALL}") from None
+    return ray
+
+
+class _Slot:
+    """The actor's body: one warm worker on whichever node Ray placed it, serving batches of jobs in turn.
+
+    Threaded (two calls at a time), so that `close` can stop the worker while a batch is running; batches take
+    turns on the one worker (`_turn`), since two at once would cross their replies on its pipe."""
+
+    def __init__(self, limits: Limits):
+        if os.geteuid() != 0:
+            prctl(PR_SET_DUMPABLE, 0)  # as in `Sandbox`: jobs of this user stay out of this process's pipes
+        tempdirs.sweep()
+        self.limits = limits
+        self.worker: _Worker | None = None
+        self.stopping = False
+        self._turn = threading.Lock()
+
+    def run(self, jobs: list[Job]) -> list[Outcome]:
+        with self._turn:
+            return [self._run(job) for job in jobs]
+
+    def _run(self, job: Job) -> Outcome:
+        if self.stopping:
+            return Outcome(job.key, CRASH, error="the run was stopped")
+        if self.worker is None or not self.worker.alive:  # the first job, or a worker that died: a new one
+            if self.worker is not None:
+                self.worker.close()
+            self.worker = _Worker(self.limits)
+        return self.worker.run_safely(job)
+
+    def close(self, kill: bool = False) -> None:
+        self.stopping = True
+        if self.worker is not None:
+            self.worker.close(kill=kill)
+        tempdirs.sweep()
+
+
+class RayExecutor(Executor):
+    """Jobs on the actors of a Ray cluster, `size` of them (at most one per CPU). Connects to `address` (None: a
+    local Ray instance is started, and shut down on close) unless this process is already connected.
+
+    Interrupted (Ctrl-C) while it runs jobs, it stops its actors' workers, kills the actors and re-raises."""
+
+    def __init__(self, address: str | None = None, workers: int | None = None, limits: Limits | None = None):
+        ray = self._ray = import_ray()
+        self._owns = not ray.is_initialized()
+        if self._owns:
+            local = {} if address else {"include_dashboard": False}
+            try:
+                ray.init(address=address, logging_level=logging.WARNING, **local)
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise ExecutorError(f"cannot use the Ray cluster at {address or 'this machine'} "
+                                    f"({_first_line(exc)}); start one with `ray start --head`, or check "
+                                    "--ray-address") from None
+        cpus = int(ray.cluster_resources().get("CPU", 0))
+        if cpus < 1:
+            self.close()
+            raise ExecutorError(f"the Ray cluster at {address or 'this machine'} has no CPU to run sandbox workers on")
+        self.size = min(workers or cpus, cpus)
+        self.limits = limits or Limits()
+        self._actor_class = ray.remote(num_cpus=1, max_concurrency=2)(_Slot)
+        self._actors: list[Any] = []
+        self._stopping = False
+
+    def _start(self) -> Any:
+        return self._actor_class.remote(self.limits)
+
+    def run_untrusted(self, jobs: Iterable[Job], desc: str | None = None) -> list[Outcome]:
+        if self._stopping:
+            raise RuntimeError("this executor is closed; open a new one")
+        jobs = list(jobs)
+        results: list[Outcome | None] = [None] * len(jobs)
+        bar = progress(len(jobs), desc, unit="run")
+        self._interruptible(lambda: self._dispatch(jobs, results, bar), bar)
+        return results  # type: ignore[return-value]
+
+    def _dispatch(self, jobs: list[Job], results: list[Outcome | None], bar) -> None:
+        """Keep every actor IN_FLIGHT batches deep until each job has its outcome in `results`."""
+        ray = self._ray
+        todo = deque(range(len(jobs)))
+        deaths = [0] * len(jobs)  # how many actors died running each job
+        per_batch = max(1, min(BATCH_MAX, math.ceil(len(jobs) / (self.size * BATCHES_PER_SLOT))))
+        pending: dict[Any, tuple[Any, list[int]]] = {}  # object ref -> (actor, job indexes)
+        while len(self._actors) < min(self.size, len(jobs)):
+            self._actors.append(self._start())
+        while todo or pending:
+            for actor in self._actors:
+                load = sum(a is actor for a, _ in pending.values())
+                for _ in range(IN_FLIGHT - load):
+                    batch = [todo.popleft() for _ in range(min(per_batch, len(todo)))]
+                    if batch:
+                        pending[actor.run.remote([jobs[i] for i in batch])] = (actor, batch)
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=JOIN_POLL_S)  # bounded: Ctrl-C is acted on
+            for ref in ready:
+                actor, batch = pending.pop(ref)
+                try:
+                    outcomes = ray.get(ref)
+                except ray.exceptions.RayActorError as exc:  # the actor died: replace it, retry its jobs once
+                    self._replace(actor)
+                    for i in reversed(batch):
+                        deaths[i] += 1
+                        if deaths[i] <= RETRIES:
+                            todo.appendleft(i)
+                        else:
+                            results[i] = Outcome(jobs[i].key, CRASH, error=_died(exc, deaths[i]))
+                    bar.update(sum(results[i] is not None for i in batch))
+                    continue
+                except ray.exceptions.RayError as exc:  # a harness bug: crash these jobs, not the run
+                    outcomes = [Outcome(jobs[i].key, CRASH, error=f"executor error: {_first_line(exc)}")
+                                for i in batch]
+                for i, outcome in zip(batch, outcomes):
+                    results[i] = outcome
+                bar.update(len(batch))
+
+    def _replace(self, actor: Any) -> None:
+        """A fresh actor in the dead one's place (once: its other batches in flight fail the same way)."""
+        for n, a in enumerate(self._actors):
+            if a is actor:
+                self._ray.kill(actor, no_restart=True)
+                self._actors[n] = self._start()
+
+    def close(self, kill: bool = False) -> None:
+        """Stop every actor's worker (`kill`: at once), then the actors; shut down the Ray instance this started."""
+        ray = self._ray
+        self._stopping = True
+        actors, self._actors = getattr(self, "_actors", []), []
+        if actors:
+            ray.wait([a.close.remote(kill) for a in actors], num_returns=len(actors), timeout=CLOSE_S)
+            for a in actors:
+                ray.kill(a, no_restart=True)
+        if self._owns and ray.is_initialized():
+            ray.shutdown()
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+
+
+def _died(exc: BaseException, deaths: int) -> str:
+    return (f"the Ray actor running it died {deaths} times (a node lost, the process killed); last: "
+            f"{_first_line(exc)}")

@@ -1,0 +1,248 @@
+"""`--executor ray`: the same shards and scores as the local executor, actors replaced when they die, Ctrl-C.
+
+The Ray tests start one local Ray instance for the module (`ray.init(num_cpus=2)`: two actors, as the local pool
+has two workers here). They run wherever ray is importable; `.ci/run` installs the `ray` extra and sets
+STATEEVAL_REQUIRE_RAY=1, under which a missing ray fails them instead of skipping.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from builder.config import BuildConfig
+from builder.pipeline import build
+from evaluate.data import load_tasks
+from evaluate.executor import ExecutorError, make_executor
+from evaluate.run import EvalConfig, run
+from evaluate.sandbox import Job, Limits
+from tests.conftest import interruptible
+
+HAVE_RAY = importlib.util.find_spec("ray") is not None
+if not HAVE_RAY and os.environ.get("STATEEVAL_REQUIRE_RAY") == "1":
+    raise ImportError("STATEEVAL_REQUIRE_RAY=1 but ray is not installed: pip install -e '.[ray]'")
+needs_ray = pytest.mark.skipif(not HAVE_RAY, reason="ray is not installed (pip install -e '.[ray]')")
+
+BUILD = dict(scenarios=["tensor", "session", "voice"], n=6, seed=5, created_at="2026-01-01", workers=2)
+SLOW = "stateeval-slow"  # the name a slow job gives itself, so a test can find the processes running it
+
+
+@pytest.fixture(scope="module")
+def ray_instance():
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def builds(ray_instance, tmp_path_factory):
+    """The same small build of all three scenarios, once on each executor."""
+    root = tmp_path_factory.mktemp("builds")
+    for executor in ("local", "ray"):
+        build(BuildConfig(out=str(root / executor), executor=executor, **BUILD))
+    return root / "local", root / "ray"
+
+
+def shards(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((folder / "data").iterdir())}
+
+
+@needs_ray
+def test_a_build_on_ray_writes_the_same_shards_byte_for_byte(builds):
+    local, on_ray = builds
+    assert len(shards(local)) == 3
+    assert shards(on_ray) == shards(local)
+    manifests = [json.loads((f / "MANIFEST.json").read_text()) for f in builds]
+    assert manifests[0]["content_hash"] == manifests[1]["content_hash"]
+    reports = [json.loads((f / "build_report.json").read_text()) for f in builds]
+    assert reports[0]["mutation"] == reports[1]["mutation"] and reports[0]["mutation"]  # mutation analysis ran
+
+
+def scored(dataset: Path, out: Path, executor: str, samples: str | None = None) -> dict:
+    model = None if samples else "reference"
+    report = run(EvalConfig(model=model, samples=samples, dataset=str(dataset), out=str(out / executor),
+                            workers=2, executor=executor))
+    assert report["sandbox"]["executor"] == executor
+    for row in report["samples"]:  # how long a test case took is the only thing allowed to differ
+        for case in row["cases"]:
+            case.pop("seconds", None)
+    return {"summary": report["summary"], "samples": report["samples"]}
+
+
+@needs_ray
+def test_the_reference_scores_the_same_on_ray(builds, tmp_path):
+    dataset = builds[1]
+    local, on_ray = scored(dataset, tmp_path, "local"), scored(dataset, tmp_path, "ray")
+    assert local["summary"]["overall"]["pass@1"] == 1.0
+    assert on_ray == local
+
+
+@needs_ray
+def test_samples_with_wrong_answers_score_the_same_on_ray(builds, tmp_path):
+    dataset = builds[1]
+    tasks, _ = load_tasks(str(dataset))
+    wrong = ["RESULT = None\n", "def broken(:\n", "raise RuntimeError('no')\n"]
+    lines = []
+    for n, t in enumerate(tasks):
+        lines.append({"task_id": t.task_id, "code": t.reference_program if n % 2 else wrong[n // 2 % len(wrong)]})
+    path = tmp_path / "answers.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    local, on_ray = scored(dataset, tmp_path, "local", str(path)), scored(dataset, tmp_path, "ray", str(path))
+    statuses = {r["status"] for r in local["samples"]}
+    assert {"pass", "result_error", "syntax_error", "execution_error"} <= statuses, statuses
+    assert 0 < local["summary"]["overall"]["pass@1"] < 1
+    assert on_ray == local
+
+
+def _ppid(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rpartition(")")[2].split()[1])
+
+
+def _running(name: str, besides: set[int] = frozenset()) -> int | None:
+    """The pid of a process called `name` (other than `besides`), or None."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) not in besides:
+            try:
+                with open(f"/proc/{entry}/comm") as f:
+                    if f.read().strip() == name:
+                        return int(entry)
+            except OSError:
+                pass
+    return None
+
+
+def _kill_actor_running(name: str, besides: set[int]) -> int:
+    """SIGKILL the Ray actor process whose worker runs the job called `name`; return that job's pid."""
+    deadline = time.monotonic() + 300
+    while (child := _running(name, besides)) is None:
+        assert time.monotonic() < deadline, "the slow job never started"
+        time.sleep(0.01)
+    actor = _ppid(_ppid(child))  # the job's child -> the worker -> the actor that started it
+    with open(f"/proc/{actor}/cmdline", "rb") as f:
+        assert b"ray::" in f.read(), "the worker's parent is not a Ray actor"
+    os.kill(actor, signal.SIGKILL)
+    return child
+
+
+def _slow(seconds: float) -> str:
+    return (f"import ctypes, time\nctypes.CDLL(None).prctl(15, b'{SLOW}', 0, 0, 0)  # PR_SET_NAME\n"
+            f"time.sleep({seconds})\nRESULT = 'finished'\n")
+
+
+@needs_ray
+def test_a_dead_actor_is_replaced_and_its_jobs_run_again_then_crash(ray_instance, small_tasks):
+    task = small_tasks[0]
+    case = task.test_cases[0]
+    expected = json.loads(case.expected_result)
+    # A dead actor's worker finishes the job it was running (its time limit ends a slow one) before it sees the
+    # actor gone and exits; the limit is kept short so that those jobs are gone before the next test.
+    with make_executor("ray", workers=2, limits=Limits(timeout_s=10)) as executor:
+        # the actor dies once: its jobs in flight (the slow one, and any queued behind it) run on its replacement
+        jobs = [Job("slow", "tensor", _slow(3), case)] + [Job(i, "tensor", task.reference_program, case)
+                                                           for i in range(3)]
+        outcomes: list = []
+        runner = threading.Thread(target=lambda: outcomes.extend(executor.run_untrusted(jobs)))
+        runner.start()
+        try:
+            _kill_actor_running(SLOW, set())
+        finally:
+            runner.join()
+        assert [o.key for o in outcomes] == [j.key for j in jobs]
+        assert (outcomes[0].status, outcomes[0].result) == ("ok", "finished"), outcomes[0].error
+        for o in outcomes[1:]:
+            assert o.status == "ok" and o.result == expected, (o.status, o.error)
+
+        # the actor dies again while running the retried job: that job is a crash, the run goes on
+        outcomes.clear()
+        runner = threading.Thread(target=lambda: outcomes.extend(executor.run_untrusted([Job("slow", "tensor",
+                                                                                             _slow(600), case)])))
+        runner.start()
+        try:
+            first = _kill_actor_running(SLOW, set())
+            _kill_actor_running(SLOW, {first})
+        finally:
+            runner.join()
+        (crashed,) = outcomes
+        assert crashed.status == "crash" and "died 2 times" in crashed.error, (crashed.status, crashed.error)
+
+        served = executor.run_untrusted([Job(i, "tensor", task.reference_program, case) for i in range(3)])
+        assert [(o.status, o.result) for o in served] == [("ok", expected)] * 3
+    _wait_until_gone(SLOW)
+
+
+def _wait_until_gone(name: str) -> None:
+    deadline = time.monotonic() + 120  # a bound on how long a process takes to end, not a speed check
+    while _running(name) is not None:
+        assert time.monotonic() < deadline, f"a process called {name} is still running"
+        time.sleep(0.1)
+
+
+def test_executor_options_are_checked_before_any_work(monkeypatch, capsys):
+    from builder.__main__ import parse_args as builder_args
+    from evaluate.__main__ import parse_args as evaluate_args
+
+    for parse in (builder_args, lambda argv: evaluate_args(["--model", "reference", *argv])):
+        with pytest.raises(SystemExit) as exit_:
+            parse(["--ray-address", "auto"])
+        assert exit_.value.code == 2
+        assert "--ray-address is for --executor ray" in capsys.readouterr().err
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if ray were not installed
+    for parse in (builder_args, lambda argv: evaluate_args(["--model", "reference", *argv])):
+        with pytest.raises(SystemExit):
+            parse(["--executor", "ray"])
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "pip install -e '.[ray]'" in err, err
+    with pytest.raises(ExecutorError, match=r"pip install -e '\.\[ray\]'"):
+        make_executor("ray")
+    with pytest.raises(ExecutorError, match="unknown executor"):
+        make_executor("dask")
+
+
+@needs_ray
+def test_ctrl_c_stops_a_ray_run_and_its_jobs():
+    """SIGINT, sent to a thread other than the one waiting for the batches, stops a run whose only job sleeps for
+    ten minutes: the command ends with the interrupt, and the job's process is gone with its worker."""
+    script = (
+        "import os, signal, threading, time\n"
+        "from evaluate.data import TestCase\n"
+        "from evaluate.executor import make_executor\n"
+        "from evaluate.sandbox import Job, Limits\n"
+        "from tests.evaluate.test_ray_executor import SLOW, _running, _slow\n"
+        "def interrupt():\n"
+        "    while (pid := _running(SLOW)) is None:\n"
+        "        time.sleep(0.01)\n"
+        "    print('job', pid, flush=True)\n"
+        "    signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # this thread, not the main one\n"
+        "    time.sleep(600)\n"
+        "threading.Thread(target=interrupt, daemon=True).start()\n"
+        "case = TestCase('original', 'main', '{}', '', [])\n"
+        "with make_executor('ray', limits=Limits(timeout_s=900)) as executor:\n"
+        "    try:\n"
+        "        executor.run_untrusted([Job('k', 'tensor', _slow(600), case)])\n"
+        "    except KeyboardInterrupt:\n"
+        "        print('interrupted', flush=True)\n"
+        "        raise SystemExit(130)\n"
+        "print('not interrupted')\n"
+    )
+    _wait_until_gone(SLOW)  # the job to interrupt is found by name
+    env = dict(os.environ, PYTHONPATH=os.getcwd())  # (Ray's sockets live under TMPDIR: a pytest one is too long)
+    env.pop("RAY_ADDRESS", None)  # a Ray instance of its own, as `python -m evaluate --executor ray` starts
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=400, env=env,
+                          cwd=os.getcwd(), preexec_fn=interruptible)
+    assert proc.returncode == 130 and "interrupted" in proc.stdout, (proc.stdout, proc.stderr[-2000:])
+    assert proc.stdout.startswith("job ")
+    _wait_until_gone(SLOW)  # killed with its worker, not left to sleep out its ten minutes
