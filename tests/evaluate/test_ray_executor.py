@@ -11,6 +11,7 @@ import importlib.util
 import json
 import logging
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -34,7 +35,10 @@ if not HAVE_RAY and os.environ.get("STATEEVAL_REQUIRE_RAY") == "1":
 needs_ray = pytest.mark.skipif(not HAVE_RAY, reason="ray is not installed (pip install -e '.[ray]')")
 
 BUILD = dict(scenarios=["tensor", "session", "voice"], n=6, seed=5, created_at="2026-01-01", workers=2)
-SLOW = "stateeval-slow"  # the name a slow job gives itself, so a test can find the processes running it
+# The name a slow job gives itself, so a test can find the processes running it: one of this test process's own
+# (15 characters at most, the kernel's limit), so that a second copy of the suite running beside this one is
+# never mistaken for it.
+SLOW = f"slow-{secrets.token_hex(5)}"
 
 
 @pytest.fixture(scope="module")
@@ -137,8 +141,8 @@ def _kill_actor_running(name: str, besides: set[int]) -> int:
     return child
 
 
-def _slow(seconds: float) -> str:
-    return (f"import ctypes, time\nctypes.CDLL(None).prctl(15, b'{SLOW}', 0, 0, 0)  # PR_SET_NAME\n"
+def _slow(seconds: float, name: str = SLOW) -> str:
+    return (f"import ctypes, time\nctypes.CDLL(None).prctl(15, b'{name}', 0, 0, 0)  # PR_SET_NAME\n"
             f"time.sleep({seconds})\nRESULT = 'finished'\n")
 
 
@@ -221,7 +225,8 @@ def test_ctrl_c_stops_a_ray_run_and_its_jobs():
         "from evaluate.data import TestCase\n"
         "from evaluate.executor import make_executor\n"
         "from evaluate.sandbox import Job, Limits\n"
-        "from tests.evaluate.test_ray_executor import SLOW, _running, _slow\n"
+        "from tests.evaluate.test_ray_executor import _running, _slow\n"
+        f"SLOW = {SLOW!r}\n"
         "def interrupt():\n"
         "    while (pid := _running(SLOW)) is None:\n"
         "        time.sleep(0.01)\n"
@@ -232,7 +237,7 @@ def test_ctrl_c_stops_a_ray_run_and_its_jobs():
         "case = TestCase('original', 'main', '{}', '', [])\n"
         "with make_executor('ray', limits=Limits(timeout_s=900)) as executor:\n"
         "    try:\n"
-        "        executor.run_untrusted([Job('k', 'tensor', _slow(600), case)])\n"
+        "        executor.run_untrusted([Job('k', 'tensor', _slow(600, SLOW), case)])\n"
         "    except KeyboardInterrupt:\n"
         "        print('interrupted', flush=True)\n"
         "        raise SystemExit(130)\n"
