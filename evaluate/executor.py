@@ -42,6 +42,15 @@ def check_choice(executor: str, address: str | None) -> str | None:
     return ray_missing() if executor == RAY else None
 
 
+def check_reachable(name: str, address: str | None) -> None:
+    """Raise ExecutorError, naming the address, when nothing answers at a Ray cluster's address (a run checks
+    this before it generates, not after)."""
+    if name == RAY and address:
+        from evaluate.ray_executor import probe
+
+        probe(address)
+
+
 def make_executor(name: str = LOCAL, address: str | None = None, workers: int | None = None,
                   limits: Limits | None = None) -> Executor:
     """An executor by name. `workers`: local, the worker processes (default: cores); ray, at most that many actors

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import socket
 import threading
 from collections import deque
 from typing import Any, Iterable
@@ -32,6 +33,8 @@ BATCHES_PER_SLOT = 4  # a run is cut into at least this many batches per actor, 
 IN_FLIGHT = 2  # batches queued on each actor, so it starts the next one without waiting for the harness
 RETRIES = 1  # how many times a job whose actor died runs again before it is reported as a crash
 CLOSE_S = 10.0  # how long closing waits for actors to stop their workers before killing the actors
+PROBE_S = 10.0  # how long the one connection attempt to a cluster's address may take
+CLIENT_PORT = 10001  # Ray Client's port, when a ray:// address names none
 
 
 def import_ray():
@@ -85,6 +88,8 @@ class RayExecutor(Executor):
 
     def __init__(self, address: str | None = None, workers: int | None = None, limits: Limits | None = None):
         ray = self._ray = import_ray()
+        if address:
+            probe(address)
         self._owns = not ray.is_initialized()
         if self._owns:
             local = {} if address else {"include_dashboard": False}
@@ -172,6 +177,24 @@ class RayExecutor(Executor):
                 ray.kill(a, no_restart=True)
         if self._owns and ray.is_initialized():
             ray.shutdown()
+
+
+def probe(address: str) -> None:
+    """Fail at once, naming the address, when nothing answers there: `ray.init` would retry it for minutes.
+    'auto' and 'local' name no host, and a GCS address without a port is left for Ray to read."""
+    client = address.startswith("ray://")
+    host, _, port = address.removeprefix("ray://").partition("/")[0].rpartition(":")
+    if not host and client:
+        host, port = port, str(CLIENT_PORT)
+    if not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_S).close()
+    except OSError as exc:
+        raise ExecutorError(
+            f"nothing answers at --ray-address {address} ({_first_line(exc)}): is the cluster's head node up "
+            f"(`ray start --head`), and is the port right ({CLIENT_PORT} for ray://, the GCS port, 6379 by "
+            "default, otherwise), with no firewall or proxy between?") from None
 
 
 def _first_line(exc: BaseException) -> str:

@@ -21,7 +21,7 @@ from evaluate.progress import progress
 from evaluate.provenance import library_versions
 from evaluate.prompts import build_messages, extract_code
 from evaluate.diagnosis import format_causes, format_metric
-from evaluate.executor import LOCAL, make_executor
+from evaluate.executor import LOCAL, check_reachable, make_executor
 from evaluate.sandbox import Executor, Job, Limits
 from evaluate.scoring import every_k, run_containment, score, summarize
 from evaluate.statuses import STATUSES
@@ -94,7 +94,7 @@ def generate(config: EvalConfig, tasks: list[TaskRecord]) -> tuple[dict[str, lis
         print(f"resuming: {len(requests) - len(todo)} of {len(requests)} generations found in {cache.path}")
     if todo:
         backend.prepare()
-    bar = progress(len(todo), f"generate ({config.model})", unit="reply")
+    bar = progress(len(todo), f"generate ({config.model})", unit="answer")
 
     def on_reply(r: Request, reply: str) -> None:
         cache.add(keys[(r.task_id, r.sample)], r.task_id, r.sample, reply, r.usage)
@@ -179,6 +179,7 @@ def run(config: EvalConfig) -> dict:
     if config.limit is not None:
         tasks = tasks[: config.limit]
     replies, turns = None, {}
+    check_reachable(config.executor, config.ray_address)  # before generating: a dead cluster is told at once
     if config.samples:
         codes = read_samples(config.samples, {t.task_id for t in tasks})
         backend = "samples"

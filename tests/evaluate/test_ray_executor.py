@@ -13,6 +13,7 @@ import logging
 import os
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -214,6 +215,26 @@ def test_executor_options_are_checked_before_any_work(monkeypatch, capsys):
         make_executor("ray")
     with pytest.raises(ExecutorError, match="unknown executor"):
         make_executor("dask")
+
+
+@needs_ray
+def test_an_address_where_nothing_answers_is_named_at_once(builds, tmp_path, capsys):
+    """`ray.init` retries an unreachable address for minutes; the executor tries it once and names it, and
+    `python -m evaluate` says so in one line. The port is held by a socket that does not listen: the connection is
+    refused, and no other process can take the port meanwhile."""
+    from evaluate.__main__ import main
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        port = held.getsockname()[1]
+        for address in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):
+            with pytest.raises(ExecutorError, match=f"nothing answers at --ray-address {address} .*ray start --head"):
+                make_executor("ray", address)
+        code = main(["--model", "reference", "--dataset", str(builds[0]), "--out", str(tmp_path), "--executor", "ray",
+                     "--ray-address", f"127.0.0.1:{port}"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"nothing answers at --ray-address 127.0.0.1:{port}" in err, err
 
 
 @needs_ray
