@@ -19,7 +19,7 @@ import sys
 
 from builder.config import BuildConfig
 from evaluate.arguments import INTERRUPTED, Parser, at_least_one, positive_seconds
-from evaluate.executor import ADDRESS_HELP, EXECUTOR_HELP, EXECUTORS, check_choice
+from evaluate.executor import add_executor_options, check_choice
 from scenarios import scenario_names
 
 
@@ -64,11 +64,7 @@ def parse(argv: list[str] | None = None) -> tuple[BuildConfig, bool]:
                    help=f"generator/evaluator rounds before a task is dropped (default {d.max_rounds})")
     p.add_argument("--concurrency", type=at_least_one, default=d.concurrency,
                    help=f"translation requests in flight for an openai: translator (default {d.concurrency})")
-    p.add_argument("--workers", type=at_least_one, default=None,
-                   help="sandbox workers for oracle capture (default: cores; with --executor ray: at most this many "
-                        "actors, default one per CPU of the cluster)")
-    p.add_argument("--executor", choices=EXECUTORS, default=d.executor, help=EXECUTOR_HELP)
-    p.add_argument("--ray-address", default=None, metavar="ADDR", help=ADDRESS_HELP)
+    add_executor_options(p, d.executor, " for oracle capture")
     p.add_argument("--calls", type=int, default=d.calls_per_path, dest="calls_per_path",
                    help=f"API calls on every path through a program (default {d.calls_per_path})")
     p.add_argument("--branches", type=int, default=d.branches,

@@ -23,7 +23,7 @@ import sys
 
 from evaluate.arguments import INTERRUPTED, Parser, at_least_one, positive_seconds, price
 from evaluate.episodes import MODES
-from evaluate.executor import ADDRESS_HELP, EXECUTOR_HELP, EXECUTORS, check_choice
+from evaluate.executor import add_executor_options, check_choice
 from evaluate.models import ALIASES, BACKENDS, Sampling
 from evaluate.run import EvalConfig
 from evaluate.prompts import VARIANTS
@@ -84,11 +84,7 @@ def parse_args(argv: list[str] | None = None) -> EvalConfig:
     t.add_argument("--since", default=None, metavar="YYYY-MM-DD",
                    help="score only tasks created after this date (e.g. a model's training cut-off; fresh splits)")
     t.add_argument("--out", default=d.out, help="results root; a run writes <out>/<model>/<revision>/ (default results)")
-    t.add_argument("--workers", type=at_least_one, default=None,
-                   help="sandbox workers (default: cores; with --executor ray: at most this many actors, default "
-                        "one per CPU of the cluster)")
-    t.add_argument("--executor", choices=EXECUTORS, default=d.executor, help=EXECUTOR_HELP)
-    t.add_argument("--ray-address", default=None, metavar="ADDR", help=ADDRESS_HELP)
+    add_executor_options(t, d.executor)
     t.add_argument("--timeout", type=positive_seconds, default=d.timeout_s, dest="timeout_s",
                    help=f"seconds per test case (default {d.timeout_s})")
     t.add_argument("--plot", action="store_true", help="also write PNG figures: pass@1 and the outcome of each sample per scenario, the causes of "

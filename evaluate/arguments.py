@@ -13,37 +13,32 @@ import math
 INTERRUPTED = 130  # the exit code of a command ended by Ctrl-C, as shells report it (128 + SIGINT)
 
 
+def _number(text: str, parse, expected: str, ok, must: str):
+    """`text` read by `parse` (int or float), refused in one line unless it reads and `ok` holds for it."""
+    try:
+        value = parse(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"must be {must}, got {text}")
+    return value
+
+
 def at_least_one(text: str) -> int:
     """A count: a whole number, 1 or more."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+    return _number(text, int, "a whole number of at least 1", lambda v: v >= 1, "at least 1")
 
 
 def positive_seconds(text: str) -> float:
     """A time limit: a finite number of seconds above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0 (e.g. 10), got {text}")
-    return value
+    return _number(text, float, "a number of seconds", lambda v: math.isfinite(v) and v > 0,
+                   "a number of seconds above 0 (e.g. 10)")
 
 
 def price(text: str) -> float:
     """A price in USD per million tokens: a finite number, 0 or more."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected USD per million tokens (e.g. 0.40), got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be USD per million tokens, 0 or more, got {text}")
-    return value
+    return _number(text, float, "USD per million tokens (e.g. 0.40)", lambda v: math.isfinite(v) and v >= 0,
+                   "USD per million tokens, 0 or more")
 
 
 class Parser(argparse.ArgumentParser):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 
+from evaluate.arguments import at_least_one
 from evaluate.sandbox import Executor, Limits, Sandbox
 
 LOCAL, RAY = "local", "ray"
@@ -22,6 +23,16 @@ EXECUTOR_HELP = (
 ADDRESS_HELP = (
     "the Ray cluster to use with --executor ray: 'auto' (the cluster `ray start` made this node part of), "
     "ray://HEAD:10001 (Ray Client) or HEAD:6379; default: start a local Ray instance on this machine's cores")
+
+
+def add_executor_options(parser, default: str, workers_do: str = "") -> None:
+    """--workers, --executor and --ray-address, as `python -m builder` and `python -m evaluate` both take them.
+    `workers_do`: what the sandbox workers are for in that command, e.g. " for oracle capture"."""
+    parser.add_argument("--workers", type=at_least_one, default=None,
+                        help=f"sandbox workers{workers_do} (default: cores; with --executor ray: at most this many "
+                             "actors, default one per CPU of the cluster)")
+    parser.add_argument("--executor", choices=EXECUTORS, default=default, help=EXECUTOR_HELP)
+    parser.add_argument("--ray-address", default=None, metavar="ADDR", help=ADDRESS_HELP)
 
 
 class ExecutorError(RuntimeError):
