@@ -17,7 +17,7 @@ import inspect
 import json
 import random
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
@@ -28,6 +28,8 @@ from scenarios.voice.tools import (
     DEFAULT_STYLE,
     DEFAULT_VOICE,
     TOOL_NAMES,
+    Speech,
+    Voice,
     VoiceLab,
     user_conversation,
 )
@@ -44,25 +46,21 @@ the handle r<k>; submit_result takes handles (or speech ids, or literal values) 
 voice://result holds what a scorer compares."""
 
 
-class VoiceRecord(TypedDict):
-    voice_id: str
-    name: str
-    category: str
-    gender: str
-    accent: str
-    description: str
+def _as_json(kind):
+    """A record field's type as its JSON form: a tuple is a list."""
+    if get_origin(kind) is tuple:
+        return list[_as_json(get_args(kind)[0])]
+    return kind
 
 
-class SpeechRecord(TypedDict):
-    speech_id: str
-    text: str
-    voice: str | None
-    stability: float | None
-    similarity_boost: float | None
-    style: float | None
-    duration: float
-    segments: list[list[str]]
-    operations: list[str]
+def _record(cls, name: str) -> type:
+    """The JSON form of a record dataclass as a TypedDict (its fields, tuples as lists): what a tool returns, made
+    from the dataclass so the output schema MCP clients see follows the record."""
+    return TypedDict(name, {k: _as_json(t) for k, t in get_type_hints(cls).items()})
+
+
+VoiceRecord = _record(Voice, "VoiceRecord")  # `Voice.to_plain()`
+SpeechRecord = _record(Speech, "SpeechRecord")  # `Speech.to_dict()`
 
 
 class CallRecord(TypedDict):
