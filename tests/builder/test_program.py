@@ -18,14 +18,8 @@ from scenarios.tensor.world import TensorWorld
 
 
 @pytest.fixture(scope="module")
-def scenario():
-    return get_scenario("tensor")
-
-
-@pytest.fixture(scope="module")
-def programs(scenario):
-    recorder = CoverageRecorder()
-    return [generate_program(scenario, random.Random(seed), recorder) for seed in range(200)]
+def programs(fuzzed):
+    return fuzzed
 
 
 @pytest.fixture(scope="module")

@@ -19,14 +19,8 @@ from scenarios import get_scenario
 
 
 @pytest.fixture(scope="module")
-def scenario():
-    return get_scenario("tensor")
-
-
-@pytest.fixture(scope="module")
-def programs(scenario):
-    recorder = CoverageRecorder()
-    return [generate_program(scenario, random.Random(seed), recorder) for seed in range(80)]
+def programs(fuzzed):
+    return fuzzed[:80]
 
 
 @pytest.fixture(scope="module")

@@ -17,17 +17,16 @@ import pytest
 from builder import facts
 from builder.config import BuildConfig
 from builder.fuzz import CoverageRecorder
-from builder.pipeline import build, make_cases
+from builder.pipeline import make_cases
 from builder.program import generate_program
 from builder.translate import TemplateTranslator
-from evaluate.sandbox import Sandbox
 from evaluate.scoring import score
 from scenarios import get_scenario, scenario_names
 from scenarios.session import ASSET, DATA, EMAIL, SESSIONS, SID, STATUS
 from scenarios.session.store import canonical
 from scenarios.session.world import SessionWorld
+from tests.scenarios.conftest import small_build_of
 
-SMALL = dict(scenarios=["session"], n=12, seed=0, created_at="2026-01-01", workers=2)
 SEEDS = range(80)
 SERVICE_APIS = {"list_sessions", "add_session", "query_sessions", "update_session", "delete_session"}
 MUTATION = re.compile(r"^\s*(status\d+) = requests\.(put|delete)\(")
@@ -54,18 +53,7 @@ def world():
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    from evaluate.data import load_tasks
-
-    out = tmp_path_factory.mktemp("session-ds") / "stateeval"
-    report = build(BuildConfig(out=str(out), **SMALL))
-    tasks, _ = load_tasks(str(out))
-    return report, tasks
-
-
-@pytest.fixture(scope="module")
-def sandbox():
-    with Sandbox(2) as sb:
-        yield sb
+    return small_build_of(tmp_path_factory, "session")
 
 
 def _run(world: SessionWorld, case: dict, code: str) -> tuple[dict, dict]:

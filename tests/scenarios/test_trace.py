@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 
-import pytest
 import torch
 
-from evaluate.sandbox import Job, Sandbox
+from evaluate.sandbox import Job
 from scenarios.base import Asset, canonical_json
 from scenarios.trace import MAX_CALLS, bind, compact, input_ids, raw_call, value_ids
 
@@ -61,12 +60,6 @@ def test_bind_refuses_malformed_records_and_caps_their_length():
 
 
 # ------------------------------------------------------------------------------------------ in the worlds
-
-
-@pytest.fixture(scope="module")
-def sandbox():
-    with Sandbox(2) as sb:
-        yield sb
 
 
 def _trace(sandbox, scenario: str, setup: str, programs: list[str], assets=()) -> list[list[dict]]:

@@ -15,18 +15,17 @@ import pytest
 from builder import facts
 from builder.config import BuildConfig
 from builder.fuzz import CoverageRecorder
-from builder.pipeline import build, make_cases
+from builder.pipeline import make_cases
 from builder.program import COND, generate_program
 from builder.translate import VARIANTS, TemplateTranslator
-from evaluate.sandbox import Sandbox
 from evaluate.scoring import score
 from scenarios import get_scenario, scenario_names
 from scenarios.base import INIT, canonical_json
 from scenarios.voice import CALL, SPEECH, VOICES
 from scenarios.voice.world import VoiceWorld
+from tests.scenarios.conftest import small_build_of
 
 SEEDS = range(120)
-SMALL = dict(scenarios=["voice"], n=12, seed=0, created_at="2026-01-01", workers=2)
 
 
 @pytest.fixture(scope="module")
@@ -166,18 +165,7 @@ def test_conditions_compare_a_runtime_value_with_cond(scenario, programs):
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    out = tmp_path_factory.mktemp("voice") / "stateeval"
-    report = build(BuildConfig(out=str(out), **SMALL))
-    from evaluate.data import load_tasks
-
-    tasks, _ = load_tasks(str(out))
-    return report, tasks
-
-
-@pytest.fixture(scope="module")
-def sandbox():
-    with Sandbox(workers=2) as box:
-        yield box
+    return small_build_of(tmp_path_factory, "voice")
 
 
 def test_small_build_keeps_at_least_95_percent(built):

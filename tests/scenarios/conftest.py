@@ -1,0 +1,25 @@
+"""Fixtures of the scenario tests: a warm sandbox per test module, and a small build of the module's scenario."""
+
+from __future__ import annotations
+
+import pytest
+
+from builder.config import BuildConfig
+from builder.pipeline import build
+from evaluate.sandbox import Sandbox
+from tests.conftest import SMALL
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with Sandbox(2) as box:
+        yield box
+
+
+def small_build_of(tmp_path_factory, scenario: str) -> tuple[dict, list]:
+    """(build report, tasks) of a 12-program build of one scenario, with a fixed seed and date."""
+    from evaluate.data import load_tasks
+
+    out = tmp_path_factory.mktemp(scenario) / "stateeval"
+    report = build(BuildConfig(out=str(out), **{**SMALL, "scenarios": [scenario]}))
+    return report, load_tasks(str(out))[0]
