@@ -87,6 +87,7 @@ class Conversation:
     submit: list | None = None  # submit_result's items, once accepted
     answer: str | None = None  # explore: the final reply
     turns: int = 0
+    code_runs: int = 0  # explore: run_code calls let through, at most --max-turns
     keys: list[str] = field(default_factory=list)  # the cache key of each turn
     usage: list[Usage | None] = field(default_factory=list)
     ended: str = ""  # why it ended; empty while it goes on
@@ -265,7 +266,7 @@ class Driver:
                     pass
                 elif name == SUBMIT and not isinstance(args.get("result"), list):
                     problem = f'{SUBMIT} takes {{"result": [...]}}: a list of handles or values'
-                elif self.mode == EXPLORE and c.turns > self.max_turns:
+                elif self.mode == EXPLORE and c.code_runs >= self.max_turns:  # parallel calls count one by one
                     problem = "no code runs are left: reply with the final program, without a tool call"
                 if problem:
                     c.messages.append(_tool_message(call.get("id", ""), {"error": problem}))
@@ -273,6 +274,7 @@ class Driver:
                     submit = (call.get("id", ""), args["result"])
                 else:
                     new.append((call.get("id", ""), name, args))
+                    c.code_runs += self.mode == EXPLORE
             pending.append((c, new, submit))
         if self.mode == TOOLS:
             self._run_tools(pending)

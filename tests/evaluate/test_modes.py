@@ -172,6 +172,28 @@ def test_explore_runs_snippets_on_a_scratch_world_never_a_test_case(small_datase
     assert seen["output"].strip() not in sums and all(sums)
 
 
+def test_explore_runs_code_at_most_max_turns_times_however_the_calls_come(small_dataset, tmp_path):
+    """The prompt says run_code may be called up to --max-turns times: three parallel calls a turn with
+    --max-turns 2 run two snippets in all; every later call is answered that no runs are left."""
+    seen = []
+
+    def reply(body):
+        turn = sum(m["role"] == "assistant" for m in body["messages"])
+        seen.append(_tool_results(body))
+        return _calls(turn, [("run_code", {"code": f"print({turn}, {i})\nRESULT = []"}) for i in range(3)])
+
+    with ScriptedServer(reply) as server:
+        report = run(EvalConfig(model="eager", backend="openai", dataset=str(small_dataset), limit=1,
+                                out=str(tmp_path), mode=EXPLORE, max_turns=2, workers=1,
+                                backend_options={"base_url": server.base_url}))
+    assert report["turns"]["max"] == 3  # the snippets' turns, then the one for the answer
+    answered = seen[-1]
+    ran = [r for r in answered if r.get("status") == "ran"]
+    refused = [r for r in answered if "no code runs are left" in r.get("error", "")]
+    assert [r["output"].split() for r in ran] == [["0", "0"], ["0", "1"]]
+    assert len(refused) == 4  # the first turn's third call and the second turn's three
+
+
 def test_snippet_report_shows_tensors_by_shape(small_tasks):
     from evaluate.sandbox import Outcome
 
