@@ -80,6 +80,8 @@ class Checkpoint:
         folder = partial_folder(Path(config.out))
         saved = _load(folder / CHECKPOINT)
         if saved and finished_shards(saved) and not overwrite:
+            if config.dated_today:  # no --created-at: the date the unfinished build started under, not today's
+                config.created_at = saved["settings"].get("created_at", config.created_at)
             if saved["hash"] != settings_hash(config):
                 raise DatasetError(_other_settings(config, saved))
             checkpoint = cls(folder, config, saved["state"])

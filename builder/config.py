@@ -40,6 +40,9 @@ class BuildConfig:
     ngram_share: float = 0.5  # drop a task when this share of its instruction 13-grams is in a previous release
 
     def __post_init__(self) -> None:
+        # No date given: today's. A resumed build takes its unfinished build's date instead (builder/checkpoint.py),
+        # so the same command still resumes on another day. Not a field: it is how the date was chosen, not content.
+        self.dated_today = not self.created_at
         if not self.created_at:
             self.created_at = _dt.datetime.now(_dt.timezone.utc).date().isoformat()
         _dt.date.fromisoformat(self.created_at)  # a clear ValueError for a malformed date
