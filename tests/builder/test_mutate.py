@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import difflib
 import json
 import random
 from collections import Counter
@@ -42,6 +43,10 @@ def test_every_operator_makes_mutants_and_none_equals_the_reference():
             ms = mutants(program, 1000, random.Random(0))
             assert len({m.code for m in ms}) == len(ms)
             assert all(ast.unparse(ast.parse(m.code)) != reference for m in ms)
+            for m in ms:  # the text of the whole mutated module, and one change from the reference, in one place
+                assert m.code == ast.unparse(ast.parse(m.code)) + "\n", m.describe()
+                diff = difflib.SequenceMatcher(None, reference.splitlines(), m.code.splitlines()).get_opcodes()
+                assert [op for op, *_ in diff if op != "equal"] in (["replace"], ["delete"]), m.describe()
             made.update(m.operator for m in ms)
     assert set(made) == set(OPERATORS), made
 
