@@ -476,3 +476,51 @@ def test_serve_keeps_its_database_in_the_user_data_folder_and_says_where(tmp_pat
     assert first.strip().endswith(f"(database {expected})")
     assert expected.is_file()
     assert list(cwd.iterdir()) == []
+
+
+@pytest.mark.parametrize("how", ["netlink", "/proc/net/tcp"])
+def test_open_connections_counts_clients_the_service_has_not_closed_and_not_closed_ones(service, monkeypatch, how):
+    """What `settle` waits on: connections held open to the service count, closed ones (in TIME_WAIT by the
+    hundred after a build's test cases) do not. Counted over netlink, or read from /proc where netlink is refused."""
+    if how != "netlink":
+        import scenarios.session.server as server
+
+        def refused(port):
+            raise OSError("netlink refused")
+        monkeypatch.setattr(server, "open_connections", refused)
+    for _ in range(50):  # closed connections, each left in TIME_WAIT
+        requests.get(service.url + "/info", timeout=10)
+    assert service.settle(10)
+    held = [socket.create_connection(("127.0.0.1", service.port)) for _ in range(3)]
+    try:
+        deadline = time.monotonic() + 10  # until the kernel has completed every handshake
+        while service._open_connections() < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert service._open_connections() == 3
+        assert not service.settle(0.05)
+    finally:
+        for sock in held:
+            sock.close()
+    assert service.settle(10)
+    assert service._open_connections() == 0
+
+
+def test_open_connections_counts_the_side_whose_local_port_it_is_given():
+    """A connection the server side closed first: the server's end is past the states counted, the client's end
+    (CLOSE_WAIT, local port its own) is still open. Counted by local port, as `settle` needs for the service's."""
+    from scenarios.session.server import open_connections
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    client = socket.create_connection(listener.getsockname())
+    server_end, _ = listener.accept()
+    try:
+        port, client_port = listener.getsockname()[1], client.getsockname()[1]
+        assert (open_connections(port), open_connections(client_port)) == (1, 1)
+        server_end.close()
+        deadline = time.monotonic() + 10
+        while open_connections(port) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert (open_connections(port), open_connections(client_port)) == (0, 1)
+    finally:
+        for sock in (client, server_end, listener):
+            sock.close()
