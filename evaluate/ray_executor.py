@@ -166,15 +166,22 @@ class RayExecutor(Executor):
                 self._ray.kill(actor, no_restart=True)
                 self._actors[n] = self._start()
 
-    def close(self, kill: bool = False) -> None:
-        """Stop every actor's worker (`kill`: at once), then the actors; shut down the Ray instance this started."""
+    def restart_workers(self) -> None:
+        self._stop_actors(kill=False)  # the next run starts new ones
+
+    def _stop_actors(self, kill: bool) -> None:
         ray = self._ray
-        self._stopping = True
         actors, self._actors = getattr(self, "_actors", []), []
         if actors:
             ray.wait([a.close.remote(kill) for a in actors], num_returns=len(actors), timeout=CLOSE_S)
             for a in actors:
                 ray.kill(a, no_restart=True)
+
+    def close(self, kill: bool = False) -> None:
+        """Stop every actor's worker (`kill`: at once), then the actors; shut down the Ray instance this started."""
+        ray = self._ray
+        self._stopping = True
+        self._stop_actors(kill)
         if self._owns and ray.is_initialized():
             ray.shutdown()
 

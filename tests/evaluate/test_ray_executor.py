@@ -11,6 +11,7 @@ import importlib.util
 import json
 import logging
 import os
+import random
 import secrets
 import signal
 import socket
@@ -272,3 +273,25 @@ def test_ctrl_c_stops_a_ray_run_and_its_jobs():
     assert proc.returncode == 130 and "interrupted" in proc.stdout, (proc.stdout, proc.stderr[-2000:])
     assert proc.stdout.startswith("job ")
     _wait_until_gone(SLOW)  # killed with its worker, not left to sleep out its ten minutes
+
+
+@pytest.mark.parametrize("executor", ["local", pytest.param("ray", marks=needs_ray)])
+def test_restarted_workers_hold_none_of_the_worlds_loaded_before(executor, request, small_tasks):
+    """What the build does between scenarios: after `restart_workers` the next jobs run in fresh workers, which
+    fork without the torch that a tensor job loaded (a control run shows the worker held it until then)."""
+    if executor == "ray":
+        request.getfixturevalue("ray_instance")
+    from builder.fuzz import CoverageRecorder
+    from builder.pipeline import make_cases
+    from builder.program import generate_program
+    from scenarios import get_scenario
+
+    voice = generate_program(get_scenario("voice"), random.Random(0), CoverageRecorder())
+    case = {"tensor": small_tasks[0].test_cases[0],
+            "voice": make_cases(voice, BuildConfig(scenarios=["voice"], n=1, created_at="2026-01-01"), 0)[0]}
+    probe = "import sys\nRESULT = 'torch' in sys.modules\n"
+    with make_executor(executor, workers=1, limits=Limits(timeout_s=60)) as ex:
+        runs = ex.run_untrusted([Job(0, "tensor", probe, case["tensor"]), Job(1, "voice", probe, case["voice"])])
+        ex.restart_workers()
+        runs += ex.run_untrusted([Job(2, "voice", probe, case["voice"])])
+    assert [(o.status, o.result) for o in runs] == [("ok", True), ("ok", True), ("ok", False)], [o.error for o in runs]
