@@ -440,7 +440,7 @@ def _killed(sandbox, drafts: list, plans: list, cases: dict, desc: str) -> set:
     from scenarios import get_scenario
 
     def alone(k) -> Job:
-        return Job(k, drafts[k[0]].scenario, plans[k[0]][k[1]].code, cases[k])
+        return Job(k, drafts[k[0]].scenario, plans[k[0]][k[1]].code, cases[k], record=False)
 
     def verdict(k, outcome) -> None:
         if judge_case(get_scenario(drafts[k[0]].scenario), cases[k], outcome)[0] != "pass":
@@ -457,7 +457,8 @@ def _killed(sandbox, drafts: list, plans: list, cases: dict, desc: str) -> set:
     for keys in groups.values():
         scenario, case = drafts[keys[0][0]].scenario, cases[keys[0]]
         if BATCHES and len(keys) > 1 and get_scenario(scenario).shared_runs:
-            jobs.append(Job(("shared", tuple(keys)), scenario, _driver([plans[k[0]][k[1]].code for k in keys]), case))
+            jobs.append(Job(("shared", tuple(keys)), scenario, _driver([plans[k[0]][k[1]].code for k in keys]), case,
+                            record=False))
         else:
             jobs += [alone(k) for k in keys]
     retry = []

@@ -78,6 +78,9 @@ class Job:
     calls: list[dict] | None = None
     submit: list | None = None
     trace: bool = False  # `code` is a trusted reference whose API calls come back as tool calls
+    # Whether the program's API calls come back (`Outcome.trace`). The builder's mutants go without: a verdict
+    # reads RESULT and the state only, and recording and reading the calls is a fifth of a session mutant's cost.
+    record: bool = True
 
 
 @dataclass
@@ -141,6 +144,8 @@ class _Worker:
             payload.update(calls=job.calls, submit=job.submit)
         if job.trace:
             payload["trace"] = True
+        if not job.record:
+            payload["record"] = False
         try:
             self.proc.stdin.write((json.dumps(payload) + "\n").encode())
             self.proc.stdin.flush()
@@ -277,8 +282,8 @@ class Executor:
         groups: dict[tuple, list[int]] = {}
         for i, job in enumerate(jobs):
             groups.setdefault((job.scenario, id(job.case)), []).append(i)
-        batches = [Job(tuple(g), jobs[g[0]].scenario, "", jobs[g[0]].case, batch=[jobs[i].code for i in g])
-                   if len(g) > 1 else jobs[g[0]] for g in groups.values()]
+        batches = [Job(tuple(g), jobs[g[0]].scenario, "", jobs[g[0]].case, batch=[jobs[i].code for i in g],
+                       record=any(jobs[i].record for i in g)) if len(g) > 1 else jobs[g[0]] for g in groups.values()]
         results: list[Outcome | None] = [None] * len(jobs)
         for g, outcome in zip(groups.values(), self.run_untrusted(batches, desc)):
             if len(g) == 1:

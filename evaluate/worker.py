@@ -119,23 +119,25 @@ def _setup(world, case: dict, recorder: Recorder | None = None) -> tuple[dict, s
     return ns, before, None
 
 
-def execute(world, code: str, case: dict) -> dict:
+def execute(world, code: str, case: dict, record: bool = True) -> dict:
     """Run setup + program inside the child; return a plain report.
 
-    The program's API calls are recorded from the end of the setup block on (`scenarios.trace`): the report of a
-    program that compiled carries them as `trace` (raw calls and the setup's value ids), and `in_api` says whether
-    the exception that ended it was raised inside an API call."""
+    With `record`, the program's API calls are recorded from the end of the setup block on (`scenarios.trace`):
+    the report of a program that compiled carries them as `trace` (raw calls and the setup's value ids), and
+    `in_api` says whether the exception that ended it was raised inside an API call."""
     recorder = Recorder(world.trace_value)
-    ns, before, failed = _setup(world, case, recorder)
+    ns, before, failed = _setup(world, case, recorder if record else None)
     if failed:
         return failed
     try:
         program = compile(code, "<solution>", "exec")
     except (SyntaxError, ValueError) as exc:
         return {"status": SYNTAX_ERROR, "error": f"{type(exc).__name__}: {exc}"}
-    recorder.start(ns, [name for name in ns if name not in before])
+    if record:
+        recorder.start(ns, [name for name in ns if name not in before])
     report = _exec_program(world, program, ns, recorder)
-    report["trace"] = recorder.to_plain()
+    if record:
+        report["trace"] = recorder.to_plain()
     return report
 
 
@@ -213,7 +215,7 @@ def _run(world, job: dict, case: dict) -> dict:
         return trace_program(world, job["code"], case)
     if job.get("calls") is not None:
         return execute_calls(world, job, case)
-    return execute(world, job["code"], case)
+    return execute(world, job["code"], case, job.get("record", True))
 
 
 def _send(wfd: int, report: dict, cap_mb: int) -> None:
@@ -269,7 +271,7 @@ def _child(world, job: dict, case: dict, workdir: str, wfd: int, gfd: int | None
             for k, program in enumerate(job["batch"]):
                 if k and os.read(gfd, 1) != b"g":
                     break
-                _send(wfd, execute(world, program, case), job["limits"]["result_mb"])
+                _send(wfd, execute(world, program, case, job.get("record", True)), job["limits"]["result_mb"])
         code = 0
     except BaseException:  # noqa: BLE001 - nothing may escape a forked child
         code = 71

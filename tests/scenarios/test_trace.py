@@ -176,3 +176,19 @@ def test_voice_tool_calls_name_a_speech_the_same_by_object_or_by_id(sandbox):
     assert first[0]["args"]["stability"] == 0.5  # defaults filled in
     assert first[0]["from"] == {"text": "$message"}
     assert first[1]["from"] == {"speech": 0, "to_number": "$phone"}
+
+
+def test_a_job_that_records_nothing_gives_the_same_verdict_without_a_trace(sandbox):
+    """What the builder's mutants run with (`Job.record=False`): RESULT, state and errors as with recording, no
+    calls come back, in a batch or alone."""
+    tensor = {"setup_code": TENSOR_SETUP, "assets": _tensor_assets()}
+    session = {"setup_code": SESSION_SETUP, "assets": []}
+    runs = [("tensor", "a = torch.transpose(x, 1, 2)\nRESULT = [a]\n", tensor),
+            ("tensor", "a = torch.cat([x, w], dim=3)\n", tensor),
+            ("session", WITH_REQUESTS, session), ("session", WITH_REQUESTS, session)]
+    for run in (sandbox.run_untrusted, sandbox.run_batched):
+        recorded, bare = (run([Job(i, s, code, case, record=record) for i, (s, code, case) in enumerate(runs)])
+                          for record in (True, False))
+        for r, b in zip(recorded, bare):
+            assert (b.status, b.result, b.state, b.error) == (r.status, r.result, r.state, r.error)
+            assert r.trace and b.trace is None
