@@ -43,6 +43,9 @@ class Mutant:
     # A RESULT mutant whose every other statement is the reference's: the reference's RESULT items it lists, in
     # order. Its outputs on any input are the reference's with RESULT rearranged so: decided without a run.
     result_items: tuple[int, ...] | None = None
+    # The sides (True: then) of the splits on the way to the changed statement; () when every path runs it. An
+    # input that takes another path runs it exactly as the reference: it cannot tell them apart (`reaches`).
+    where: tuple[bool, ...] = ()
 
     def describe(self) -> str:
         return f"{self.operator}: {self.change}"
@@ -61,7 +64,7 @@ def mutants(program: Program, per_task: int, rng: random.Random) -> list[Mutant]
     # What the program reads without assigning it (the setup block, the world's tools, imports) is there anyway.
     setup = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - _assigned_names(tree.body)
     seen, by_operator = {base}, {op: [] for op in OPERATORS}
-    for operator, before, mutated in _generate(tree, program, types):
+    for operator, before, mutated, where in _generate(tree, program, types):
         code = "\n".join(texts.get(id(stmt)) or ast.unparse(stmt) for stmt in mutated.body)  # = ast.unparse(mutated)
         if code in seen:
             continue
@@ -69,7 +72,7 @@ def mutants(program: Program, per_task: int, rng: random.Random) -> list[Mutant]
         after = _changed_line(base, code)
         undefined = _undefined_read(mutated, setup) if operator == "drop_call" else ""
         items = _result_items(tree, mutated) if operator == "result" else None
-        by_operator[operator].append(Mutant(operator, f"{before} -> {after}", code + "\n", undefined, items))
+        by_operator[operator].append(Mutant(operator, f"{before} -> {after}", code + "\n", undefined, items, where))
     chosen = [m for pool in by_operator.values() for m in pool if m.undefined]  # free: no run needed
     pools = [rng.sample(pool, len(pool)) for pool in ([m for m in p if not m.undefined] for p in by_operator.values())]
     per_task += len(chosen)
@@ -140,45 +143,55 @@ def _changed_line(base: str, code: str) -> str:
 Edit = tuple[str, str, ast.Module]  # operator, the original line, the mutated module
 
 
-def _generate(tree: ast.Module, program: Program, types: dict[str, str]) -> Iterator[Edit]:
-    scenario = program.scenario
+def _generate(tree: ast.Module, program: Program, types: dict[str, str]) -> Iterator[tuple[str, str, ast.Module,
+                                                                                           tuple[bool, ...]]]:
+    """Every edit of every statement, with the sides of the splits on the way to it (`Mutant.where`)."""
     setup = list(program.declarations().inits)
     for body, i, stmt in _statements(tree):
-        line = ast.unparse(stmt).splitlines()[0].strip()
+        where = tuple(branch == "body" for _, branch in body)
+        for operator, before, mutated in _edits(tree, program, types, setup, body, i, stmt):
+            yield operator, before, mutated, where
 
-        def edit(change: Callable[[ast.stmt], ast.stmt | None]) -> ast.Module:
-            """A copy of the module with this statement replaced by `change(copy of it)` (None: removed)."""
-            new, new_body = _path_copy(tree, body)
-            replaced = change(_own_copy(stmt))
-            if replaced is None:
-                del new_body[i]
-                if not new_body:
-                    new_body.append(ast.Pass())
-            else:
-                new_body[i] = replaced
-            return new
 
-        scope = setup + _assigned_before(tree, body, i)
-        if isinstance(stmt, ast.If):
-            yield from _condition_mutants(stmt, line, edit)
-        elif _assigned(stmt) == "RESULT":
-            yield from _result_mutants(stmt, line, edit)
-            continue
-        elif _nodes(stmt, ast.Call):
-            yield "drop_call", line, edit(lambda s: None)
-            stand_in = _stand_in(stmt, types)
-            if stand_in is not None:
-                yield "skip_call", line, edit(lambda s: ast.Assign(targets=s.targets, value=stand_in, lineno=0))
-            for k, node in enumerate(_nodes(stmt, ast.Call)):
-                for other in scenario.confusions.get(ast.unparse(node.func), ()):
-                    yield "other_api", line, edit(_at(k, ast.Call, lambda n, o=other: _replace(n, "func", _expr(o))))
-                positional = [j for j, a in enumerate(node.args) if not isinstance(a, ast.Starred)]
-                commute = scenario.commuting.get(ast.unparse(node.func))
-                for a, b in zip(positional, positional[1:]):
-                    if ast.unparse(node.args[a]) != ast.unparse(node.args[b]) and (a, b) != commute:
-                        yield "swap_args", line, edit(_at(k, ast.Call, lambda n, a=a, b=b: _swap(n, a, b)))
-        yield from _argument_mutants(stmt, line, edit, scenario.vocabulary)
-        yield from _variable_mutants(stmt, line, edit, types, scope)
+def _edits(tree: ast.Module, program: Program, types: dict[str, str], setup: list[str], body: tuple, i: int,
+           stmt: ast.stmt) -> Iterator[Edit]:
+    """The mutants of one statement: `body` is the path to the list that holds it, `i` its index there."""
+    scenario = program.scenario
+    line = ast.unparse(stmt).splitlines()[0].strip()
+
+    def edit(change: Callable[[ast.stmt], ast.stmt | None]) -> ast.Module:
+        """A copy of the module with this statement replaced by `change(copy of it)` (None: removed)."""
+        new, new_body = _path_copy(tree, body)
+        replaced = change(_own_copy(stmt))
+        if replaced is None:
+            del new_body[i]
+            if not new_body:
+                new_body.append(ast.Pass())
+        else:
+            new_body[i] = replaced
+        return new
+
+    scope = setup + _assigned_before(tree, body, i)
+    if isinstance(stmt, ast.If):
+        yield from _condition_mutants(stmt, line, edit)
+    elif _assigned(stmt) == "RESULT":
+        yield from _result_mutants(stmt, line, edit)
+        return
+    elif _nodes(stmt, ast.Call):
+        yield "drop_call", line, edit(lambda s: None)
+        stand_in = _stand_in(stmt, types)
+        if stand_in is not None:
+            yield "skip_call", line, edit(lambda s: ast.Assign(targets=s.targets, value=stand_in, lineno=0))
+        for k, node in enumerate(_nodes(stmt, ast.Call)):
+            for other in scenario.confusions.get(ast.unparse(node.func), ()):
+                yield "other_api", line, edit(_at(k, ast.Call, lambda n, o=other: _replace(n, "func", _expr(o))))
+            positional = [j for j, a in enumerate(node.args) if not isinstance(a, ast.Starred)]
+            commute = scenario.commuting.get(ast.unparse(node.func))
+            for a, b in zip(positional, positional[1:]):
+                if ast.unparse(node.args[a]) != ast.unparse(node.args[b]) and (a, b) != commute:
+                    yield "swap_args", line, edit(_at(k, ast.Call, lambda n, a=a, b=b: _swap(n, a, b)))
+    yield from _argument_mutants(stmt, line, edit, scenario.vocabulary)
+    yield from _variable_mutants(stmt, line, edit, types, scope)
 
 
 def _expression(stmt: ast.stmt) -> ast.expr:
@@ -387,11 +400,12 @@ def analyse_mutants(drafts: list, sandbox, config, rejections: Counter) -> list:
     plans = [mutants(d.program, config.mutants, rng_for(config, d.scenario, d.index, "mutants")) for d in drafts]
     alive = {(d_i, m_i) for d_i, ms in enumerate(plans) for m_i, m in enumerate(ms) if not m.undefined}
     for c_i in range(max((len(d.cases) for d in drafts), default=0)):  # cheapest first: most die on case 0
-        pending = sorted(k for k in alive if c_i < len(drafts[k[0]].cases))
+        pending = sorted(k for k in alive if c_i < len(drafts[k[0]].cases)
+                         and reaches(plans[k[0]][k[1]], drafts[k[0]].cases[c_i]))
         alive -= _killed(sandbox, drafts, plans, {k: drafts[k[0]].cases[c_i] for k in pending}, f"mutants {c_i + 1}")
 
     # Probe inputs, one at a time and only for tasks that still have a survivor: the reference runs twice on the
-    # probe (its outputs must agree), then the survivors run on it.
+    # probe (its outputs must agree) and its path is read as on the test cases, then the survivors run on it.
     probes = {d_i: probe_cases(d.program, config, d.index) for d_i, d in enumerate(drafts)
               if any(k[0] == d_i for k in alive)}
     added: dict[int, list] = {}
@@ -399,9 +413,16 @@ def analyse_mutants(drafts: list, sandbox, config, rejections: Counter) -> list:
         wanted = sorted({k[0] for k in alive} & probes.keys())
         runs = [Job((d_i, run), drafts[d_i].scenario, drafts[d_i].program.reference_code(), probes[d_i][p_i])
                 for d_i in wanted for run in range(2)]
+        runs += [Job((d_i, "branch"), drafts[d_i].scenario, drafts[d_i].program.path_probe(), probes[d_i][p_i])
+                 for d_i in wanted if drafts[d_i].program.has_branch]
         by_key = {o.key: o for o in sandbox.run_batched(runs, desc=f"probe input {p_i + 1}" if runs else None)}
+        for d_i in wanted:
+            path = by_key.get((d_i, "branch"))
+            if path is not None and path.status == "ok":
+                probes[d_i][p_i].branch = path.result[0]
         usable = {d_i: probes[d_i][p_i] for d_i in wanted
-                  if take_oracle(probes[d_i][p_i], by_key[(d_i, 0)], by_key[(d_i, 1)]) is None}
+                  if take_oracle(probes[d_i][p_i], by_key[(d_i, 0)], by_key[(d_i, 1)]) is None
+                  and by_key.get((d_i, "branch"), by_key[(d_i, 0)]).status == "ok"}
         pending = sorted(k for k in alive if k[0] in usable)
         killed = _killed(sandbox, drafts, plans, {k: usable[k[0]] for k in pending}, f"probes {p_i + 1}")
         for d_i in sorted({k[0] for k in killed}):
@@ -423,6 +444,14 @@ def analyse_mutants(drafts: list, sandbox, config, rejections: Counter) -> list:
         else:
             kept.append(d)
     return kept
+
+
+def reaches(mutant: Mutant, case) -> bool:
+    """Whether the test case's path (`TestCase.branch`, run and read off the reference: see `capture_oracles`)
+    passes the mutant's change. One that does not runs the statements the reference runs, so it survives that
+    case without a run."""
+    taken = () if case.branch == "main" else tuple(side == "then" for side in case.branch.split("/"))
+    return taken[:len(mutant.where)] == mutant.where
 
 
 BATCHES = True  # one sandbox job per task and test case (False: one per mutant, as a check of the batches)

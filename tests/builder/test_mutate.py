@@ -13,7 +13,8 @@ import pytest
 import scenarios.session.machine as session_scenario
 from builder.config import BuildConfig, rng_for
 from builder.fuzz import CoverageRecorder
-from builder.mutate import OPERATORS, _assigned_names, _result_items, _undefined_read, analyse_mutants, mutants
+from builder.mutate import (OPERATORS, Mutant, _assigned_names, _result_items, _undefined_read, analyse_mutants,
+                            mutants, reaches)
 from builder.pipeline import capture_oracles, fuzz
 from builder.program import generate_program
 from evaluate.sandbox import Limits, Sandbox
@@ -129,8 +130,9 @@ def test_a_result_mutant_is_killed_exactly_when_its_rearranged_result_differs():
 @pytest.mark.parametrize("name,n,seed", [("tensor", 5, 11), ("session", 4, 3), ("voice", 5, 2)])
 def test_one_job_per_task_and_case_kills_exactly_what_one_job_per_mutant_kills(sandbox, monkeypatch, name, n, seed):
     """A task's mutants share a child on each test case (tensor: `shared_runs`; session and voice: a batch, the
-    world reset between mutants), and RESULT mutants are decided from the reference's outputs; the verdicts must be
-    those of separate runs of every mutant."""
+    world reset between mutants), RESULT mutants are decided from the reference's outputs, and a mutant skips the
+    test cases whose path does not pass its change; the verdicts must be those of separate runs of every mutant on
+    every test case."""
     import builder.mutate as mutate
 
     config, drafts = captured(name, n, seed, sandbox)
@@ -139,10 +141,14 @@ def test_one_job_per_task_and_case_kills_exactly_what_one_job_per_mutant_kills(s
     read_off = sum(m.result_items is not None for d in drafts for m in mutants(
         d.program, config.mutants, rng_for(config, d.scenario, d.index, "mutants")))
     assert read_off > 0  # RESULT mutants decided from the reference's outputs, run below
+    unreached = sum(not reaches(m, c) for d in drafts for c in d.cases for m in mutants(
+        d.program, config.mutants, rng_for(config, d.scenario, d.index, "mutants")))
+    assert unreached > 0  # mutants skipped on a test case whose path does not pass them, run below
     config, drafts = captured(name, n, seed, sandbox)
     monkeypatch.setattr(type(get_scenario(name)), "shared_runs", False)
     monkeypatch.setattr(mutate, "BATCHES", False)
     monkeypatch.setattr(mutate, "RESULTS_FROM_REFERENCE", False)
+    monkeypatch.setattr(mutate, "reaches", lambda mutant, case: True)
     apart = analyse_mutants(drafts, sandbox, config, Counter())
     assert shared == [(d.task_id, d.mutation, [c.name for c in d.cases]) for d in apart]
     assert sum(m["killed"] for _, m, _ in shared) > 0
@@ -217,3 +223,28 @@ def test_a_batch_that_fails_whole_is_run_one_by_one(sandbox, monkeypatch):
     config, drafts = captured("tensor", 5, 11, sandbox)
     monkeypatch.setattr(mutate, "_driver", lambda codes: "import os\nos._exit(3)\n")
     assert [d.mutation for d in analyse_mutants(drafts, sandbox, config, Counter())] == expected
+
+
+def test_a_mutant_is_skipped_only_on_inputs_whose_path_does_not_pass_its_change():
+    from evaluate.data import TestCase
+
+    def case(branch):
+        return TestCase("c", branch, "{}", "", [])
+
+    def passes(where, branch):
+        return reaches(Mutant("argument", "", "", where=where), case(branch))
+
+    assert all(passes((), b) for b in ("main", "then", "else", "then/else"))  # before any split, or a split's test
+    assert passes((True,), "then") and passes((True,), "then/else") and not passes((True,), "else")
+    assert passes((False, True), "else/then") and not passes((False, True), "else/else")
+    # where the statements of a branching program lie: in the then-branch, the else-branch, or before the split
+    scenario, recorder = get_scenario("voice"), CoverageRecorder()
+    program = next(p for p in (generate_program(scenario, random.Random(s), recorder) for s in range(40))
+                   if p.has_branch)
+    tree = ast.parse(program.reference_code())
+    split = next(s for s in tree.body if isinstance(s, ast.If))
+    sides = {ast.unparse(s): side for side, body in ((True, split.body), (False, split.orelse)) for s in body}
+    for m in mutants(program, 1000, random.Random(0)):
+        before = m.change.split(" -> ")[0]
+        side = next((v for k, v in sides.items() if k.startswith(before)), None)
+        assert m.where == (() if side is None else (side,)), m.describe()
