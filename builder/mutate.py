@@ -404,29 +404,35 @@ def analyse_mutants(drafts: list, sandbox, config, rejections: Counter) -> list:
                          and reaches(plans[k[0]][k[1]], drafts[k[0]].cases[c_i]))
         alive -= _killed(sandbox, drafts, plans, {k: drafts[k[0]].cases[c_i] for k in pending}, f"mutants {c_i + 1}")
 
-    # Probe inputs, one at a time and only for tasks that still have a survivor: the reference runs twice on the
-    # probe (its outputs must agree) and its path is read as on the test cases, then the survivors run on it.
-    probes = {d_i: probe_cases(d.program, config, d.index) for d_i, d in enumerate(drafts)
-              if any(k[0] == d_i for k in alive)}
+    # Probe inputs, only for tasks that still have a survivor: on each probe the reference runs twice (its outputs
+    # must agree) and its path is read as on the test cases, then the survivors run on it. A probe joins the task's
+    # test cases when it kills a survivor of the probes before it. All probes run at once, in two rounds of jobs,
+    # rather than probe by probe: survivors are few, and eight rounds of a few jobs left the workers mostly idle.
+    wanted = sorted({k[0] for k in alive})
+    probes = {d_i: probe_cases(drafts[d_i].program, config, drafts[d_i].index) for d_i in wanted}
+    runs = [Job((d_i, p_i, run), drafts[d_i].scenario, drafts[d_i].program.reference_code(), probe)
+            for d_i in wanted for p_i, probe in enumerate(probes[d_i]) for run in range(2)]
+    runs += [Job((d_i, p_i, "branch"), drafts[d_i].scenario, drafts[d_i].program.path_probe(), probe)
+             for d_i in wanted if drafts[d_i].program.has_branch for p_i, probe in enumerate(probes[d_i])]
+    by_key = {o.key: o for o in sandbox.run_batched(runs, desc="probe inputs" if runs else None)}
+    usable = {}
+    for d_i in wanted:
+        for p_i, probe in enumerate(probes[d_i]):
+            path = by_key.get((d_i, p_i, "branch"))
+            if path is not None:
+                if path.status != "ok":
+                    continue
+                probe.branch = path.result[0]
+            if take_oracle(probe, by_key[(d_i, p_i, 0)], by_key[(d_i, p_i, 1)]) is None:
+                usable[d_i, p_i] = probe
+    on_probes = {(*k, p_i): usable[k[0], p_i] for k in sorted(alive) for p_i in range(config.probes)
+                 if (k[0], p_i) in usable}
+    killed_on = _killed(sandbox, drafts, plans, on_probes, "probes")
     added: dict[int, list] = {}
-    for p_i in range(config.probes):
-        wanted = sorted({k[0] for k in alive} & probes.keys())
-        runs = [Job((d_i, run), drafts[d_i].scenario, drafts[d_i].program.reference_code(), probes[d_i][p_i])
-                for d_i in wanted for run in range(2)]
-        runs += [Job((d_i, "branch"), drafts[d_i].scenario, drafts[d_i].program.path_probe(), probes[d_i][p_i])
-                 for d_i in wanted if drafts[d_i].program.has_branch]
-        by_key = {o.key: o for o in sandbox.run_batched(runs, desc=f"probe input {p_i + 1}" if runs else None)}
-        for d_i in wanted:
-            path = by_key.get((d_i, "branch"))
-            if path is not None and path.status == "ok":
-                probes[d_i][p_i].branch = path.result[0]
-        usable = {d_i: probes[d_i][p_i] for d_i in wanted
-                  if take_oracle(probes[d_i][p_i], by_key[(d_i, 0)], by_key[(d_i, 1)]) is None
-                  and by_key.get((d_i, "branch"), by_key[(d_i, 0)]).status == "ok"}
-        pending = sorted(k for k in alive if k[0] in usable)
-        killed = _killed(sandbox, drafts, plans, {k: usable[k[0]] for k in pending}, f"probes {p_i + 1}")
+    for p_i in range(config.probes):  # in probe order: the first probe that kills a mutant is the one kept
+        killed = {k for k in alive if (*k, p_i) in killed_on}
         for d_i in sorted({k[0] for k in killed}):
-            added.setdefault(d_i, []).append(usable[d_i])
+            added.setdefault(d_i, []).append(usable[d_i, p_i])
         alive -= killed
 
     kept = []
