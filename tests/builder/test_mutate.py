@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import difflib
 import json
 import random
@@ -248,3 +249,30 @@ def test_a_mutant_is_skipped_only_on_inputs_whose_path_does_not_pass_its_change(
         before = m.change.split(" -> ")[0]
         side = next((v for k, v in sides.items() if k.startswith(before)), None)
         assert m.where == (() if side is None else (side,)), m.describe()
+
+
+def test_a_probe_that_kills_a_survivor_becomes_a_test_case_in_probe_order(sandbox):
+    """Tasks left with their original input only: survivors meet probe inputs, and each probe kept kills a mutant
+    that every input before it lets pass (checked by running the mutants alone; a probe that kills nothing new is
+    not kept, so the inputs before a kept probe are the original and the probes kept before it)."""
+    from evaluate.sandbox import Job
+    from evaluate.scoring import judge_case
+
+    config, drafts = captured("tensor", 6, 7, sandbox)
+    for d in drafts:
+        del d.cases[1:]
+    config = dataclasses.replace(config, probes=4)
+    kept = analyse_mutants(drafts, sandbox, config, Counter())
+    strengthened = [d for d in kept if len(d.cases) > 1]
+    assert strengthened, "no probe was kept"
+    scenario = get_scenario("tensor")
+    for d in strengthened:
+        names = [c.name for c in d.cases[1:]]
+        assert names == sorted(names) and all(n.startswith("probe-") for n in names)
+        plan = [m for m in mutants(d.program, config.mutants, rng_for(config, d.scenario, d.index, "mutants"))
+                if not m.undefined]
+        passes = [[judge_case(scenario, c, o)[0] == "pass"
+                   for o in sandbox.run_untrusted([Job(i, d.scenario, m.code, c) for i, m in enumerate(plan)])]
+                  for c in d.cases]
+        for j in range(1, len(d.cases)):
+            assert any(all(p[m] for p in passes[:j]) and not passes[j][m] for m in range(len(plan))), d.cases[j].name
