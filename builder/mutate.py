@@ -440,13 +440,14 @@ def analyse_mutants(drafts: list, sandbox, config, rejections: Counter) -> list:
         for probe in added.get(d_i, []):
             d.cases.append(probe)
         survivors = [plans[d_i][m_i] for k, m_i in sorted(alive) if k == d_i]
-        dead = [m for m in survivors if m.operator in DEAD]
+        dead = [m for m in survivors if _dead(m)]
         total = len(plans[d_i])
         d.mutation = {"mutants": total, "killed": total - len(survivors), "equivalent": len(survivors),
                       "score": (total - len(survivors)) / total if total else 1.0,
                       "equivalents": [m.describe() for m in survivors]}
         if dead:
-            rejections[f"{d.scenario}: weak_oracle (a dead call: {dead[0].describe()})"[:160]] += 1
+            what = "a dead call" if dead[0].operator in DEAD else "a split whose sides no input tells apart"
+            rejections[f"{d.scenario}: weak_oracle ({what}: {dead[0].describe()})"[:160]] += 1
         else:
             kept.append(d)
     return kept
@@ -458,6 +459,14 @@ def reaches(mutant: Mutant, case) -> bool:
     case without a run."""
     taken = () if case.branch == "main" else tuple(side == "then" for side in case.branch.split("/"))
     return taken[:len(mutant.where)] == mutant.where
+
+
+def _dead(mutant: Mutant) -> bool:
+    """Whether a mutant that survives every test case and probe means a part of the task no test sees, which drops
+    the task: a dropped or skipped call (a dead call), or the split's condition negated (each input then takes the
+    other side, and nothing tells the sides apart: the if/else the instruction asks for tests nothing)."""
+    negated = mutant.operator == "condition" and mutant.change.split(" -> ", 1)[-1].startswith("if not ")
+    return mutant.operator in DEAD or negated
 
 
 BATCHES = True  # one sandbox job per task and test case (False: one per mutant, as a check of the batches)
