@@ -291,7 +291,10 @@ def test_restarted_workers_hold_none_of_the_worlds_loaded_before(executor, reque
             "voice": make_cases(voice, BuildConfig(scenarios=["voice"], n=1, created_at="2026-01-01"), 0)[0]}
     probe = "import sys\nRESULT = 'torch' in sys.modules\n"
     with make_executor(executor, workers=1, limits=Limits(timeout_s=60)) as ex:
-        runs = ex.run_untrusted([Job(0, "tensor", probe, case["tensor"]), Job(1, "voice", probe, case["voice"])])
+        # One job at a time, so that the voice job before the restart meets the worker the tensor job loaded (a
+        # Ray actor runs two batches at once, each on a worker of its own)
+        runs = ex.run_untrusted([Job(0, "tensor", probe, case["tensor"])])
+        runs += ex.run_untrusted([Job(1, "voice", probe, case["voice"])])
         ex.restart_workers()
         runs += ex.run_untrusted([Job(2, "voice", probe, case["voice"])])
     assert [(o.status, o.result) for o in runs] == [("ok", True), ("ok", True), ("ok", False)], [o.error for o in runs]
