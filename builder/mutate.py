@@ -46,6 +46,9 @@ class Mutant:
     # The sides (True: then) of the splits on the way to the changed statement; () when every path runs it. An
     # input that takes another path runs it exactly as the reference: it cannot tell them apart (`reaches`).
     where: tuple[bool, ...] = ()
+    # How many top-level statements it begins with that are the reference's own: a batch of mutants on one test
+    # case runs those once (`Job.shared`).
+    shared: int = 0
 
     def describe(self) -> str:
         return f"{self.operator}: {self.change}"
@@ -72,7 +75,10 @@ def mutants(program: Program, per_task: int, rng: random.Random) -> list[Mutant]
         after = _changed_line(base, code)
         undefined = _undefined_read(mutated, setup) if operator == "drop_call" else ""
         items = _result_items(tree, mutated) if operator == "result" else None
-        by_operator[operator].append(Mutant(operator, f"{before} -> {after}", code + "\n", undefined, items, where))
+        # The statements before the first the edit replaced (`_path_copy` keeps the others as the same objects).
+        shared = next((j for j, (a, b) in enumerate(zip(tree.body, mutated.body)) if a is not b), len(mutated.body))
+        by_operator[operator].append(Mutant(operator, f"{before} -> {after}", code + "\n", undefined, items, where,
+                                            shared))
     chosen = [m for pool in by_operator.values() for m in pool if m.undefined]  # free: no run needed
     pools = [rng.sample(pool, len(pool)) for pool in ([m for m in p if not m.undefined] for p in by_operator.values())]
     per_task += len(chosen)
@@ -484,7 +490,8 @@ def _killed(sandbox, drafts: list, plans: list, cases: dict, desc: str) -> set:
     from scenarios import get_scenario
 
     def alone(k) -> Job:
-        return Job(k, drafts[k[0]].scenario, plans[k[0]][k[1]].code, cases[k], record=False)
+        mutant = plans[k[0]][k[1]]
+        return Job(k, drafts[k[0]].scenario, mutant.code, cases[k], record=False, shared=mutant.shared)
 
     def verdict(k, outcome) -> None:
         if judge_case(get_scenario(drafts[k[0]].scenario), cases[k], outcome)[0] != "pass":

@@ -81,6 +81,10 @@ class Job:
     # Whether the program's API calls come back (`Outcome.trace`). The builder's mutants go without: a verdict
     # reads RESULT and the state only, and recording and reading the calls is a fifth of a session mutant's cost.
     record: bool = True
+    # For a batch of programs that begin alike (a reference's mutants, with `record` off): how many top-level
+    # statements this one has in common with the reference. The batch runs those once for all its programs that
+    # share them (`evaluate.worker._run_batch`) where the world can be saved and restored.
+    shared: int | list[int] = 0  # a batch's job: one per program
 
 
 @dataclass
@@ -140,6 +144,8 @@ class _Worker:
         }
         if job.batch is not None:
             payload["batch"] = list(job.batch)
+            if job.shared and not job.record:
+                payload["shared"] = list(job.shared)
         if job.calls is not None:
             payload.update(calls=job.calls, submit=job.submit)
         if job.trace:
@@ -151,7 +157,8 @@ class _Worker:
             self.proc.stdin.flush()
             # The worker enforces the test case's own timeout; this is the safety net if the worker itself hangs
             # (first job: importing torch and starting servers).
-            line = self._readline(time.monotonic() + self.limits.timeout_s * len(job.batch or [0]) + 120)
+            steps = len(job.batch or [0]) * (2 if payload.get("shared") else 1)  # each with the whole time limit
+            line = self._readline(time.monotonic() + self.limits.timeout_s * steps + 120)
         except (BrokenPipeError, OSError) as exc:
             line, err = None, str(exc)
         else:
@@ -282,8 +289,11 @@ class Executor:
         groups: dict[tuple, list[int]] = {}
         for i, job in enumerate(jobs):
             groups.setdefault((job.scenario, id(job.case)), []).append(i)
+        for g in groups.values():
+            g.sort(key=lambda i: jobs[i].shared)  # the statements shared by most programs run once, last
         batches = [Job(tuple(g), jobs[g[0]].scenario, "", jobs[g[0]].case, batch=[jobs[i].code for i in g],
-                       record=any(jobs[i].record for i in g)) if len(g) > 1 else jobs[g[0]] for g in groups.values()]
+                       record=any(jobs[i].record for i in g), shared=[jobs[i].shared for i in g])
+                   if len(g) > 1 else jobs[g[0]] for g in groups.values()]
         results: list[Outcome | None] = [None] * len(jobs)
         for g, outcome in zip(groups.values(), self.run_untrusted(batches, desc)):
             if len(g) == 1:

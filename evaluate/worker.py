@@ -23,7 +23,9 @@ A job may carry a `batch` of programs instead of one `code` (the builder's mutan
 model's answers): one child runs them in turn on the same test case, each in a fresh namespace from
 `World.namespace`, and between two of them the worker reads the world's side effects and resets it
 (`World.reset_between`) while the child waits on a pipe, so each program sees what it would see alone, for one
-fork and one jail instead of one per program.
+fork and one jail instead of one per program. Where the world can be saved (`World.save`), statements that the
+programs of a batch begin with alike run once, and each program runs the rest of its own from a copy of their
+namespace, the world restored to what they left (`_run_batch`).
 
 In every mode the worker is not dumpable (a program cannot open /proc/<worker>/fd/* to write into the protocol,
 nor read its memory), is a child subreaper (what a program leaves behind comes back to it and is killed before
@@ -34,8 +36,10 @@ job protocol and the child's execution.
 
 from __future__ import annotations
 
+import ast
 import base64
 import builtins
+import copy
 import json
 import os
 import resource
@@ -218,6 +222,72 @@ def _run(world, job: dict, case: dict) -> dict:
     return execute(world, job["code"], case, job.get("record", True))
 
 
+def _run_batch(world, job: dict, case: dict, wfd: int, gfd: int) -> None:
+    """A batch's programs in turn (see `Runner._batch` for the worker's half, which follows the same schedule).
+
+    With `shared` (the number of leading top-level statements each program has in common with the others, in
+    ascending order), the statements the programs share run once: before the first program that shares more
+    than those run so far, the child runs the missing ones in one namespace kept across the batch and reports
+    (the worker then saves the world), and that program runs its own statements only, from a copy of that
+    namespace, in the world restored to what those statements left. Its outcome is the one it would have alone:
+    the same statements ran on the same values, and a program raises on the lines it raises on alone."""
+    shared = job.get("shared") or [0] * len(job["batch"])
+    cap = job["limits"]["result_mb"]
+    record = job.get("record", True)
+    kept, ran = None, []  # the shared namespace and the dumps of the statements run in it
+    for k, program in enumerate(job["batch"]):
+        if k and os.read(gfd, 1) != b"g":
+            return
+        if shared[k] > len(ran):
+            try:
+                body = ast.parse(program).body[:shared[k]]
+            except SyntaxError:
+                return
+            if [ast.dump(s) for s in body[:len(ran)]] != ran:
+                return  # not the statements this batch ran: the worker runs the rest alone
+            if kept is None:
+                kept, _, failed = _setup(world, case)
+                if failed:
+                    return
+            report = _exec_statements(world, body[len(ran):], kept)
+            _send(wfd, report, cap)
+            if report["status"] != OK or os.read(gfd, 1) != b"g":
+                return
+            ran = [ast.dump(s) for s in body]
+        if not ran:
+            _send(wfd, execute(world, program, case, record), cap)
+            continue
+        try:
+            tree = ast.parse(program)
+        except SyntaxError:
+            return
+        if [ast.dump(s) for s in tree.body[:len(ran)]] != ran:
+            return
+        tree.body = tree.body[len(ran):]
+        try:
+            ns = _copied(kept)
+        except Exception:  # noqa: BLE001 - a value that cannot be copied: the worker runs the rest alone
+            return
+        _send(wfd, _exec_program(world, compile(tree, "<solution>", "exec"), ns, Recorder(world.trace_value)), cap)
+
+
+def _exec_statements(world, body: list, ns: dict) -> dict:
+    """Run top-level statements of a batch's shared part in `ns` (see `_run_batch`): an OK report or the error."""
+    try:
+        exec(compile(ast.Module(body=body, type_ignores=[]), "<solution>", "exec"), ns)
+    except BaseException as exc:  # noqa: BLE001 - any failure ends the batch; the rest run alone
+        return {"status": EXECUTION_ERROR, "error": _error_text(exc)[0]}
+    return {"status": OK}
+
+
+def _copied(ns: dict) -> dict:
+    """A copy of a namespace whose data the next program may change without the one after seeing it: containers
+    are copied deeply (in one pass, so two names for one list stay one list), modules, functions and other
+    values are shared."""
+    memo = {id(v): v for v in ns.values() if not isinstance(v, (dict, list, set))}
+    return copy.deepcopy(ns, memo)
+
+
 def _send(wfd: int, report: dict, cap_mb: int) -> None:
     """One report on the pipe: its length in 8 bytes, then its JSON (a result error instead when it is larger than
     `cap_mb`, the job's `result_mb` limit)."""
@@ -268,10 +338,7 @@ def _child(world, job: dict, case: dict, workdir: str, wfd: int, gfd: int | None
         if gfd is None:
             _send(wfd, _run(world, job, case), job["limits"]["result_mb"])
         else:
-            for k, program in enumerate(job["batch"]):
-                if k and os.read(gfd, 1) != b"g":
-                    break
-                _send(wfd, execute(world, program, case, job.get("record", True)), job["limits"]["result_mb"])
+            _run_batch(world, job, case, wfd, gfd)
         code = 0
     except BaseException:  # noqa: BLE001 - nothing may escape a forked child
         code = 71
@@ -370,6 +437,10 @@ class Runner:
             rfd, wfd = os.pipe()
             batch = job.get("batch")
             gfd, go = os.pipe() if batch is not None else (None, None)
+            # Shared statements need a world that can be saved after them and restored to that (`World.save`).
+            saved = world.save() if batch is not None and any(job.get("shared") or ()) else None
+            if saved is None:
+                job["shared"] = None
             me = os.getpid()
             pid = os.fork()
             if pid == 0:
@@ -382,7 +453,8 @@ class Runner:
                 data, how = _collect(rfd, pid, start + limits["timeout_s"], limits["result_mb"])
             else:
                 os.close(gfd)
-                reports, keep = self._batch(world, case, len(batch), rfd, go, pid, keep, limits)
+                reports, keep = self._batch(world, case, job["shared"] or [0] * len(batch), saved, rfd, go, pid,
+                                            keep, limits)
                 os.close(go)
                 data, how = json.dumps({"status": OK}).encode(), "done"
             os.close(rfd)
@@ -418,25 +490,45 @@ class Runner:
 
 
     @staticmethod
-    def _batch(world, case: dict, n: int, rfd: int, go: int, pid: int, keep: set, limits: dict) -> tuple[list, set]:
+    def _batch(world, case: dict, shared: list[int], saved, rfd: int, go: int, pid: int, keep: set,
+               limits: dict) -> tuple[list, set]:
         """The reports of a batch's programs, read one by one: after each, the world's side effects are read and
         the world is reset before the child may run the next, so that every program meets the test case's initial
         world exactly as when it runs alone. Each program has the whole wall-clock limit. The batch ends early
         (fewer reports than programs) when a program runs out of time or the child dies, or when the world can no
         longer be reached from the child after a reset; the caller runs the rest one by one.
 
+        With statements the programs share (`shared`, see `_run_batch`), the child reports once more after it has
+        run more of them: the world is then saved (`World.save`), and restored to that after each program instead
+        of reset to the test case's initial state.
+
         Returns the reports and the processes to keep (a reset that restarted a service adds it)."""
-        reports = []
-        for k in range(n):
+        reports, done = [], 0
+
+        def report() -> dict | None:
             data, how = _collect(rfd, pid, time.monotonic() + limits["timeout_s"], limits["result_mb"])
-            if how != "done":
+            return _checked_report(data) if how == "done" else None
+
+        for k in range(len(shared)):
+            if shared[k] > done:
+                ran = report()
+                if ran is None or ran["status"] != OK:
+                    break
+                saved, done = world.save(), shared[k]
+                if saved is None:
+                    break
+                try:
+                    os.write(go, b"g")
+                except OSError:
+                    pass
+            one = report()
+            if one is None:
                 break
-            report = _checked_report(data)
-            _read_world(world, report)
-            reports.append(report)
-            if k + 1 == n:
+            _read_world(world, one)
+            reports.append(one)
+            if k + 1 == len(shared):
                 break
-            reachable = world.reset_between(case)
+            reachable = world.restore(saved) if done else world.reset_between(case)
             keep = keep | (children() - {pid})
             if not reachable:
                 break

@@ -316,6 +316,17 @@ class World(ABC):
         self.reset(case)
         return True
 
+    def save(self) -> Any:
+        """The state of the world now, as `restore` takes it back (in the worker, while a batch's child waits: see
+        `evaluate.worker._run_batch`), or None when this world cannot. A world whose state is all in the child's
+        namespace (none, or objects the namespace holds) returns None: its batches run every program whole."""
+        return None
+
+    def restore(self, saved: Any) -> bool:
+        """Back to what `save` returned; False, as for `reset_between`, when the child can no longer reach the
+        world."""
+        raise NotImplementedError
+
     @abstractmethod
     def namespace(self, case: dict) -> dict:
         """Globals the setup block runs in (loaders, clients, tools); called in the child once per program, so

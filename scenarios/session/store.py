@@ -198,6 +198,35 @@ def reset(conn: sqlite3.Connection, sessions: Iterable[dict], salt: str) -> None
         raise
 
 
+# What `dump` keeps: everything a later request or `snapshot` reads (the call log is the trace's, and a batch that
+# restores a dump records no trace). sqlite_sequence holds the next creation order (`seq`) of a session.
+_DUMPED = ("sessions", "minted", "meta", "sqlite_sequence")
+
+
+def dump(conn: sqlite3.Connection) -> dict:
+    """Every row the service reads, as `load` puts them back: the database between two requests, exactly."""
+    conn.execute("BEGIN")
+    try:
+        return {table: conn.execute(f"SELECT * FROM {table}").fetchall() for table in _DUMPED}
+    finally:
+        conn.execute("COMMIT")
+
+
+def load(conn: sqlite3.Connection, dumped: dict) -> None:
+    """Replace the rows `dump` keeps with those it returned, and empty the call log."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for table in (*_DUMPED, "calls"):
+            conn.execute(f"DELETE FROM {table}")
+        for table, rows in dumped.items():
+            if rows:
+                conn.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * len(rows[0]))})", rows)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
 def log_call(conn: sqlite3.Connection, call: dict) -> None:
     """Keep one answered request (the service's call log, read back with `calls`)."""
     conn.execute("INSERT INTO calls (call) VALUES (?)", (json.dumps(call, ensure_ascii=False),))

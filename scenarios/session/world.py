@@ -106,6 +106,16 @@ class SessionWorld(World):
         self._load(case)
         return True
 
+    def save(self):
+        """The stored sessions and minted ids (`store.dump`); None when the service is gone."""
+        return store.dump(self._conn) if self.service.alive else None
+
+    def restore(self, saved) -> bool:
+        if not self.service.alive:
+            return False
+        store.load(self._conn, saved)
+        return True
+
     def _load(self, case: dict) -> None:
         raw = _sessions_asset(case)
         salt = hashlib.sha256(raw).hexdigest()[:32]

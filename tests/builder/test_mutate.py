@@ -175,6 +175,63 @@ def test_a_batch_gives_each_program_the_world_it_would_meet_alone(sandbox, name)
         assert batch.batch[0].state == batch.batch[-1].state == json.loads(case.expected_state)
 
 
+def test_statements_a_batch_shares_run_once_and_each_mutant_meets_the_world_it_would_alone(sandbox):
+    """A session reference's mutants begin with the reference's own statements (`Mutant.shared`): a batch runs
+    those once per test case and restores the stored sessions after each mutant to what they left. Every mutant's
+    RESULT and state (ids minted after a restore included) must be those of its run alone."""
+    from evaluate.sandbox import Job
+
+    config, drafts = captured("session", 4, 9, sandbox)
+    sharing = 0
+    for d in drafts:
+        for case in d.cases[:2]:
+            plan = sorted((m for m in mutants(d.program, 12, random.Random(2)) if not m.undefined),
+                          key=lambda m: m.shared)
+            sharing += sum(m.shared > 0 for m in plan)
+            (batch,) = sandbox.run_untrusted([Job("b", d.scenario, "", case, batch=[m.code for m in plan],
+                                                  record=False, shared=[m.shared for m in plan])])
+            alone = sandbox.run_untrusted([Job(i, d.scenario, m.code, case, record=False) for i, m in enumerate(plan)])
+            assert batch.status == "ok" and len(batch.batch) == len(plan)
+            assert [(o.status, o.result, o.state) for o in batch.batch] == [(o.status, o.result, o.state)
+                                                                                for o in alone]
+    assert sharing > 0
+
+
+@pytest.mark.parametrize("name,runs", [("session", [1, -1, 1]), ("voice", [1, -2, 3]), ("tensor", [1, -2, 3])])
+def test_shared_statements_run_once_only_where_the_world_can_be_saved(sandbox, name, runs):
+    """The statements a batch's programs share run once where the world can be saved and restored (session);
+    elsewhere (voice, tensor: `World.save` is None) every program runs whole, as alone. A program that does not
+    begin with the statements the batch ran ends the batch; `run_batched` runs it alone."""
+    from evaluate.sandbox import Job
+
+    config, drafts = captured(name, 1, 9, sandbox)
+    case = drafts[0].cases[0]
+    count = "import sys\nsys.__dict__.setdefault('stateeval_runs', []).append(1)\n"  # survives a program
+    programs = [count + "RESULT = len(sys.stateeval_runs)\n", count + "RESULT = -len(sys.stateeval_runs)\n",
+                count + "x = 0\nRESULT = len(sys.stateeval_runs)\n"]
+    (batch,) = sandbox.run_untrusted([Job("b", name, "", case, batch=programs, record=False, shared=[2, 2, 3])])
+    assert [o.result for o in batch.batch] == runs
+
+    other = ["import sys\nx = 1\nRESULT = 7\n", "import sys\nx = 2\nRESULT = 8\n"]
+    (batch,) = sandbox.run_untrusted([Job("b", name, "", case, batch=other, record=False, shared=[2, 2])])
+    assert [o.result for o in batch.batch] == ([7] if name == "session" else [7, 8])
+    outcomes = sandbox.run_batched([Job(i, name, code, case, record=False, shared=2) for i, code in enumerate(other)])
+    assert [(o.status, o.result) for o in outcomes] == [("ok", 7), ("ok", 8)]
+
+
+def test_a_program_after_shared_statements_changes_its_own_copy_of_their_values(sandbox):
+    """What one program does to a list the shared statements made is not there for the next; two names for one
+    list stay one list."""
+    from evaluate.sandbox import Job
+
+    config, drafts = captured("session", 1, 9, sandbox)
+    start = "a = {'k': [1]}\nb = a['k']\n"
+    programs = [start + "b.append(2)\nRESULT = a\n", start + "RESULT = [a, b]\n"]
+    (batch,) = sandbox.run_untrusted([Job("b", "session", "", drafts[0].cases[0], batch=programs, record=False,
+                                          shared=[2, 2])])
+    assert [o.result for o in batch.batch] == [{"k": [1, 2]}, [{"k": [1]}, [1]]]
+
+
 def test_a_dead_write_is_found_and_its_task_dropped(sandbox, monkeypatch):
     """With the fuzzer's liveness rule switched off, writes land on data nothing has seen; mutation analysis must
     catch the dead call and drop the task as weak_oracle. With the rule on, no task is dropped for a dead call.

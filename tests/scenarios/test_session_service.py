@@ -154,6 +154,28 @@ def test_ids_are_deterministic_per_reset_and_not_reused(service, base):
     assert new_id(base, "msk_portal", "group", data) != first
 
 
+def test_a_dump_loaded_back_gives_the_requests_after_it_what_they_met_then(service, base):
+    """`store.dump` and `store.load` (what a batch of mutants restores between them): after a load, the stored
+    sessions, their order and the ids the next additions get are those straight after the dump."""
+    new_id(base, "msk_portal", "group", {"title": "kept"})
+    conn = store.connect(service.db_path)
+    dumped = store.dump(conn)
+    after = [new_id(base, "msk_portal", "group", {"title": t}) for t in ("a", "b")]
+    state = store.snapshot(conn)
+    order = requests.get(f"{base}/msk_portal/group", timeout=10).json()
+    for _ in range(2):
+        store.load(conn, dumped)
+        assert [s["data"]["title"] for s in requests.get(f"{base}/msk_portal/group", timeout=10).json()] == ["kept"]
+        first = requests.get(f"{base}/msk_portal/group", timeout=10).json()[0]["id"]
+        assert requests.delete(f"{base}/msk_portal/group/{first}", timeout=10).status_code == 204
+        assert new_id(base, "msk_portal", "group", {"title": "c"}) not in after
+    store.load(conn, dumped)
+    assert [new_id(base, "msk_portal", "group", {"title": t}) for t in ("a", "b")] == after
+    assert store.snapshot(conn) == state
+    assert requests.get(f"{base}/msk_portal/group", timeout=10).json() == order
+    conn.close()
+
+
 # ------------------------------------------------------------------------------------------------- errors
 
 
