@@ -416,9 +416,9 @@ def analyse_mutants(drafts: list, sandbox, config, rejections: Counter) -> list:
     # rather than probe by probe: survivors are few, and eight rounds of a few jobs left the workers mostly idle.
     wanted = sorted({k[0] for k in alive})
     probes = {d_i: probe_cases(drafts[d_i].program, config, drafts[d_i].index) for d_i in wanted}
-    runs = [Job((d_i, p_i, run), drafts[d_i].scenario, drafts[d_i].program.reference_code(), probe)
+    runs = [Job((d_i, p_i, run), drafts[d_i].scenario, drafts[d_i].program.reference_code(), probe, group=d_i)
             for d_i in wanted for p_i, probe in enumerate(probes[d_i]) for run in range(2)]
-    runs += [Job((d_i, p_i, "branch"), drafts[d_i].scenario, drafts[d_i].program.path_probe(), probe)
+    runs += [Job((d_i, p_i, "branch"), drafts[d_i].scenario, drafts[d_i].program.path_probe(), probe, group=d_i)
              for d_i in wanted if drafts[d_i].program.has_branch for p_i, probe in enumerate(probes[d_i])]
     by_key = {o.key: o for o in sandbox.run_batched(runs, desc="probe inputs" if runs else None)}
     usable = {}
@@ -491,7 +491,7 @@ def _killed(sandbox, drafts: list, plans: list, cases: dict, desc: str) -> set:
 
     def alone(k) -> Job:
         mutant = plans[k[0]][k[1]]
-        return Job(k, drafts[k[0]].scenario, mutant.code, cases[k], record=False, shared=mutant.shared)
+        return Job(k, drafts[k[0]].scenario, mutant.code, cases[k], record=False, shared=mutant.shared, group=k[0])
 
     def verdict(k, outcome) -> None:
         if judge_case(get_scenario(drafts[k[0]].scenario), cases[k], outcome)[0] != "pass":

@@ -244,12 +244,12 @@ def capture_oracles(drafts: list[Draft], sandbox: Executor, rejections: Counter)
     The path a branching program takes on each test case is read off the program itself, by running it with each
     path's RESULT replaced by the path's label (`Program.path_probe`): a redrawn input may take any path, and
     mutation analysis skips a mutant on a case whose path does not pass its change (`mutate.reaches`), so the
-    label of every case is what a run gave. The runs on one test case share a child (`Executor.run_batched`),
-    the world reset between them.
+    label of every case is what a run gave. The runs of one task share a child (`Executor.run_batched`), the world
+    reset between them: one fork per task rather than one per test case.
     """
-    jobs = [Job((d_i, c_i, run), d.scenario, d.program.reference_code(), case)
+    jobs = [Job((d_i, c_i, run), d.scenario, d.program.reference_code(), case, group=d_i)
             for d_i, d in enumerate(drafts) for c_i, case in enumerate(d.cases) for run in range(2)]
-    jobs += [Job((d_i, c_i, "branch"), d.scenario, d.program.path_probe(), case)
+    jobs += [Job((d_i, c_i, "branch"), d.scenario, d.program.path_probe(), case, group=d_i)
              for d_i, d in enumerate(drafts) if d.program.has_branch for c_i, case in enumerate(d.cases)]
     by_key = {o.key: o for o in sandbox.run_batched(jobs, desc="capture oracles")}
 

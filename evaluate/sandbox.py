@@ -85,6 +85,12 @@ class Job:
     # statements this one has in common with the reference. The batch runs those once for all its programs that
     # share them (`evaluate.worker._run_batch`) where the world can be saved and restored.
     shared: int | list[int] = 0  # a batch's job: one per program
+    # A batch's job: the test case of each program, when they are not all `case` (`run_batched` puts the runs of
+    # one `group` on several test cases in one batch: a fork per task rather than per test case).
+    cases: list | None = None
+    # Jobs of one group (a task's reference runs) may share a child across test cases (`run_batched`); None: only
+    # jobs on the same test case do.
+    group: Any = None
 
 
 @dataclass
@@ -146,6 +152,11 @@ class _Worker:
             payload["batch"] = list(job.batch)
             if job.shared and not job.record:
                 payload["shared"] = list(job.shared)
+            if job.cases is not None:  # each distinct test case once, and which one each program runs on
+                distinct = {id(c): c for c in job.cases}
+                order = list(distinct)
+                payload["cases"] = [_encode_case(distinct[i]) for i in order]
+                payload["case_of"] = [order.index(id(c)) for c in job.cases]
         if job.calls is not None:
             payload.update(calls=job.calls, submit=job.submit)
         if job.trace:
@@ -288,11 +299,14 @@ class Executor:
         `run_untrusted`."""
         groups: dict[tuple, list[int]] = {}
         for i, job in enumerate(jobs):
-            groups.setdefault((job.scenario, id(job.case)), []).append(i)
-        for g in groups.values():
-            g.sort(key=lambda i: jobs[i].shared)  # the statements shared by most programs run once, last
+            together = ("group", job.group) if job.group is not None else ("case", id(job.case))
+            groups.setdefault((job.scenario, together), []).append(i)
+        cases = {id(job.case): n for n, job in enumerate(jobs)}  # test cases in order of first appearance
+        for g in groups.values():  # by test case, then the statements shared by most programs run once, last
+            g.sort(key=lambda i: (cases[id(jobs[i].case)], jobs[i].shared))
         batches = [Job(tuple(g), jobs[g[0]].scenario, "", jobs[g[0]].case, batch=[jobs[i].code for i in g],
-                       record=any(jobs[i].record for i in g), shared=[jobs[i].shared for i in g])
+                       record=any(jobs[i].record for i in g), shared=[jobs[i].shared for i in g],
+                       cases=[jobs[i].case for i in g] if len({id(jobs[i].case) for i in g}) > 1 else None)
                    if len(g) > 1 else jobs[g[0]] for g in groups.values()]
         results: list[Outcome | None] = [None] * len(jobs)
         for g, outcome in zip(groups.values(), self.run_untrusted(batches, desc)):

@@ -222,15 +222,17 @@ def _run(world, job: dict, case: dict) -> dict:
     return execute(world, job["code"], case, job.get("record", True))
 
 
-def _run_batch(world, job: dict, case: dict, wfd: int, gfd: int) -> None:
-    """A batch's programs in turn (see `Runner._batch` for the worker's half, which follows the same schedule).
+def _run_batch(world, job: dict, cases: list[dict], wfd: int, gfd: int) -> None:
+    """A batch's programs in turn, each on its test case (`cases`; see `Runner._batch` for the worker's half,
+    which follows the same schedule).
 
     With `shared` (the number of leading top-level statements each program has in common with the others, in
     ascending order), the statements the programs share run once: before the first program that shares more
     than those run so far, the child runs the missing ones in one namespace kept across the batch and reports
     (the worker then saves the world), and that program runs its own statements only, from a copy of that
     namespace, in the world restored to what those statements left. Its outcome is the one it would have alone:
-    the same statements ran on the same values, and a program raises on the lines it raises on alone."""
+    the same statements ran on the same values, and a program raises on the lines it raises on alone. Statements
+    are shared between programs on the same test case only."""
     shared = job.get("shared") or [0] * len(job["batch"])
     cap = job["limits"]["result_mb"]
     record = job.get("record", True)
@@ -238,6 +240,9 @@ def _run_batch(world, job: dict, case: dict, wfd: int, gfd: int) -> None:
     for k, program in enumerate(job["batch"]):
         if k and os.read(gfd, 1) != b"g":
             return
+        case = cases[k]
+        if k and case is not cases[k - 1]:
+            kept, ran = None, []
         if shared[k] > len(ran):
             try:
                 body = ast.parse(program).body[:shared[k]]
@@ -304,10 +309,10 @@ def _send(wfd: int, report: dict, cap_mb: int) -> None:
         view = view[os.write(wfd, view):]
 
 
-def _child(world, job: dict, case: dict, workdir: str, wfd: int, gfd: int | None, out: int, jail: Jail | None,
-           uid: int | None, worker: int) -> None:
+def _child(world, job: dict, case: dict | list[dict], workdir: str, wfd: int, gfd: int | None, out: int,
+           jail: Jail | None, uid: int | None, worker: int) -> None:
     """`gfd`: for a batch, the pipe on which the worker says go (b"g") once it has read the world after one
-    program and reset it for the next; anything else ends the batch."""
+    program and reset it for the next; anything else ends the batch. `case`: for a batch, each program's."""
     code = 70
     try:
         os.setsid()
@@ -418,9 +423,12 @@ class Runner:
         world = self.worlds[scenario]
         if job.get("calls") is not None or job.get("trace"):
             world.tools()  # built once in the worker (a world caches its tool table), not in every child
-        case = dict(job["case"])
-        case["assets"] = [dict(a, data=base64.b64decode(a["data"]), meta=json.loads(a["meta"]))
-                          for a in case["assets"]]
+        batch = job.get("batch")
+        cases = [_decoded(c) for c in job.get("cases") or [job["case"]]]
+        # A batch's programs may each run on another of its test cases (`case_of`, in order); the first is reset
+        # here, the others between programs (`_batch`).
+        of = [cases[i] for i in job.get("case_of") or [0] * len(batch)] if batch is not None else None
+        case = of[0] if batch is not None else cases[0]
         limits = job["limits"]
         workdir = tempdirs.make("case")  # in the shared temporary directory: the job's uid must reach it
         if self.uid is not None:
@@ -435,7 +443,6 @@ class Runner:
             start = time.monotonic()
             keep = children()  # the world's own processes (a service), never a job's
             rfd, wfd = os.pipe()
-            batch = job.get("batch")
             gfd, go = os.pipe() if batch is not None else (None, None)
             # Shared statements need a world that can be saved after them and restored to that (`World.save`).
             saved = world.save() if batch is not None and any(job.get("shared") or ()) else None
@@ -447,13 +454,13 @@ class Runner:
                 os.close(rfd)
                 if go is not None:
                     os.close(go)
-                _child(world, job, case, workdir, wfd, gfd, out, self.jail, self.uid, me)
+                _child(world, job, case if batch is None else of, workdir, wfd, gfd, out, self.jail, self.uid, me)
             os.close(wfd)
             if batch is None:
                 data, how = _collect(rfd, pid, start + limits["timeout_s"], limits["result_mb"])
             else:
                 os.close(gfd)
-                reports, keep = self._batch(world, case, job["shared"] or [0] * len(batch), saved, rfd, go, pid,
+                reports, keep = self._batch(world, of, job["shared"] or [0] * len(batch), saved, rfd, go, pid,
                                             keep, limits)
                 os.close(go)
                 data, how = json.dumps({"status": OK}).encode(), "done"
@@ -490,7 +497,7 @@ class Runner:
 
 
     @staticmethod
-    def _batch(world, case: dict, shared: list[int], saved, rfd: int, go: int, pid: int, keep: set,
+    def _batch(world, cases: list[dict], shared: list[int], saved, rfd: int, go: int, pid: int, keep: set,
                limits: dict) -> tuple[list, set]:
         """The reports of a batch's programs, read one by one: after each, the world's side effects are read and
         the world is reset before the child may run the next, so that every program meets the test case's initial
@@ -502,6 +509,8 @@ class Runner:
         run more of them: the world is then saved (`World.save`), and restored to that after each program instead
         of reset to the test case's initial state.
 
+        `cases`: each program's test case; when the next program's is another, the world is reset to that one.
+
         Returns the reports and the processes to keep (a reset that restarted a service adds it)."""
         reports, done = [], 0
 
@@ -510,6 +519,8 @@ class Runner:
             return _checked_report(data) if how == "done" else None
 
         for k in range(len(shared)):
+            if k and cases[k] is not cases[k - 1]:
+                done = 0  # statements are shared on one test case only (see `_run_batch`)
             if shared[k] > done:
                 ran = report()
                 if ran is None or ran["status"] != OK:
@@ -528,7 +539,8 @@ class Runner:
             reports.append(one)
             if k + 1 == len(shared):
                 break
-            reachable = world.restore(saved) if done else world.reset_between(case)
+            same = cases[k + 1] is cases[k]
+            reachable = world.restore(saved) if done and same else world.reset_between(cases[k + 1])
             keep = keep | (children() - {pid})
             if not reachable:
                 break
@@ -537,6 +549,12 @@ class Runner:
             except OSError:  # the child is gone: the next _collect says so
                 pass
         return reports, keep
+
+
+def _decoded(case: dict) -> dict:
+    """A test case as the harness sent it, its assets' data and meta decoded."""
+    return dict(case, assets=[dict(a, data=base64.b64decode(a["data"]), meta=json.loads(a["meta"]))
+                              for a in case["assets"]])
 
 
 def _read_world(world, report: dict) -> None:

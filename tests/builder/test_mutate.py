@@ -232,6 +232,38 @@ def test_a_program_after_shared_statements_changes_its_own_copy_of_their_values(
     assert [o.result for o in batch.batch] == [{"k": [1, 2]}, [{"k": [1]}, [1]]]
 
 
+@pytest.mark.parametrize("name", ["tensor", "session", "voice"])
+def test_a_batch_over_several_test_cases_gives_each_run_what_it_gets_alone(sandbox, name):
+    """A task's runs on all its test cases share one child (`Job.cases`, from `run_batched` for one `group`): each
+    program meets its own test case's values and world, statements are shared on one test case only, and RESULT,
+    state and the recorded API calls are those of the run alone."""
+    from evaluate.sandbox import Job
+
+    config, drafts = captured(name, 2, 4, sandbox)
+    assert len(drafts) == 2
+    for d in drafts:
+        assert len(d.cases) >= 3
+        reference = d.program.reference_code()
+        plan = sorted((m for m in mutants(d.program, 6, random.Random(0)) if not m.undefined), key=lambda m: m.shared)
+        runs = [(reference, 0, case) for case in d.cases]
+        runs += [(m.code, m.shared, case) for case in d.cases for m in plan]
+        jobs = [Job(i, name, code, case, record=False, shared=shared, group=0) for i, (code, shared, case) in
+                enumerate(runs)]
+        (batch,) = sandbox.run_untrusted([Job("b", name, "", d.cases[0], batch=[r[0] for r in runs], record=False,
+                                              shared=[r[1] for r in runs], cases=[r[2] for r in runs])])
+        alone = sandbox.run_untrusted(jobs)
+        assert batch.status == "ok" and len(batch.batch) == len(runs)
+        assert [(o.status, o.result, o.state) for o in batch.batch] == [(o.status, o.result, o.state) for o in alone]
+        assert all(get_scenario(name).compare_result(json.loads(c.expected_result), o.result) is None
+                   for c, o in zip(d.cases, alone))  # each run met its own test case
+        assert [(o.status, o.result, o.state) for o in sandbox.run_batched(jobs)] == [
+            (o.status, o.result, o.state) for o in alone]
+
+        traced = [Job(i, name, reference, case, group=0) for i, case in enumerate(d.cases)]
+        assert [(o.result, o.state, o.trace) for o in sandbox.run_batched(traced)] == [
+            (o.result, o.state, o.trace) for o in sandbox.run_untrusted(traced)]
+
+
 def test_a_dead_write_is_found_and_its_task_dropped(sandbox, monkeypatch):
     """With the fuzzer's liveness rule switched off, writes land on data nothing has seen; mutation analysis must
     catch the dead call and drop the task as weak_oracle. With the rule on, no task is dropped for a dead call.
