@@ -63,8 +63,8 @@ class Limits:
 class Job:
     """One program run against one test case. `key` is the caller's label, returned unchanged.
 
-    With `batch`, several programs run in turn on the test case in one child, the world reset between them (see
-    `evaluate.worker`); `code` is then unused. For the builder's own programs only (references and their mutants,
+    With `batch`, several programs run in turn on the test case (or each on its own, `cases`) in one child, the
+    world reset between them (see `evaluate.worker`); `code` is then unused. For the builder's own programs only (references and their mutants,
     see `Sandbox.run_batched`): one program of a batch shares its child with the next, so untrusted answers always
     run alone."""
 
@@ -293,8 +293,9 @@ class Executor:
 
     def run_batched(self, jobs: list[Job], desc: str | None = None) -> list[Outcome]:
         """Like `run_untrusted`, for the builder's own programs only (references, their mutants): jobs on the same
-        test case (the same `case` object) run as one batch, in one child with the world reset between them (see
-        `Job.batch`), which saves a fork and a setup per program. The programs a batch did not reach (one ran out
+        test case (the same `case` object), or of the same `Job.group` on any of its test cases, run as one batch,
+        in one child with the world reset between them (see `Job.batch`, `Job.cases`), which saves a fork and a
+        setup per program. The programs a batch did not reach (one ran out
         of time, the child died) run alone afterwards. Untrusted answers never share a child: score them with
         `run_untrusted`."""
         groups: dict[tuple, list[int]] = {}

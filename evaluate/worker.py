@@ -19,11 +19,11 @@ Containment depends on what the worker may do (`containment` in every reply says
   read whatever any user can read.
 * ``none`` (not root): no uid drop; the child runs as the harness's user. See README, "Execution and trust".
 
-A job may carry a `batch` of programs instead of one `code` (the builder's mutants of one reference, never a
-model's answers): one child runs them in turn on the same test case, each in a fresh namespace from
-`World.namespace`, and between two of them the worker reads the world's side effects and resets it
-(`World.reset_between`) while the child waits on a pipe, so each program sees what it would see alone, for one
-fork and one jail instead of one per program. Where the world can be saved (`World.save`), statements that the
+A job may carry a `batch` of programs instead of one `code` (the builder's references and their mutants, never a
+model's answers): one child runs them in turn on the same test case (or each on its own, `case_of`), each in a
+fresh namespace from `World.namespace`, and between two of them the worker reads the world's side effects and
+resets it (`World.reset_between`) while the child waits on a pipe, so each program sees what it would see alone,
+for one fork and one jail instead of one per program. Where the world can be saved (`World.save`), statements that the
 programs of a batch begin with alike run once, and each program runs the rest of its own from a copy of their
 namespace, the world restored to what they left (`_run_batch`).
 
