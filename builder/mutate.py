@@ -121,7 +121,8 @@ def _result_items(reference: ast.Module, mutated: ast.Module) -> tuple[int, ...]
     *body, last = mutated.body
     *ref_body, ref_last = reference.body
     lists = [s.value for s in (last, ref_last) if _assigned(s) == "RESULT" and isinstance(s.value, ast.List)]
-    if len(lists) < 2 or [ast.dump(s) for s in body] != [ast.dump(s) for s in ref_body]:
+    if len(lists) < 2 or len(body) != len(ref_body) or not all(
+            a is b or ast.dump(a) == ast.dump(b) for a, b in zip(body, ref_body)):  # shared: `_path_copy`
         return None
     if not all(isinstance(n, PURE_ITEM) for value in lists for item in value.elts for n in ast.walk(item)):
         return None
@@ -165,10 +166,10 @@ def _edits(tree: ast.Module, program: Program, types: dict[str, str], setup: lis
     scenario = program.scenario
     line = ast.unparse(stmt).splitlines()[0].strip()
 
-    def edit(change: Callable[[ast.stmt], ast.stmt | None]) -> ast.Module:
+    def edit(change: Callable[[ast.stmt], ast.stmt] | None) -> ast.Module:
         """A copy of the module with this statement replaced by `change(copy of it)` (None: removed)."""
         new, new_body = _path_copy(tree, body)
-        replaced = change(_own_copy(stmt))
+        replaced = None if change is None else change(_own_copy(stmt))
         if replaced is None:
             del new_body[i]
             if not new_body:
@@ -184,7 +185,7 @@ def _edits(tree: ast.Module, program: Program, types: dict[str, str], setup: lis
         yield from _result_mutants(stmt, line, edit)
         return
     elif _nodes(stmt, ast.Call):
-        yield "drop_call", line, edit(lambda s: None)
+        yield "drop_call", line, edit(None)
         stand_in = _stand_in(stmt, types)
         if stand_in is not None:
             yield "skip_call", line, edit(lambda s: ast.Assign(targets=s.targets, value=stand_in, lineno=0))
