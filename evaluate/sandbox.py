@@ -302,7 +302,9 @@ class Executor:
         for i, job in enumerate(jobs):
             together = ("group", job.group) if job.group is not None else ("case", id(job.case))
             groups.setdefault((job.scenario, together), []).append(i)
-        cases = {id(job.case): n for n, job in enumerate(jobs)}  # test cases in order of first appearance
+        cases: dict[int, int] = {}  # test cases in order of first appearance
+        for job in jobs:
+            cases.setdefault(id(job.case), len(cases))
         for g in groups.values():  # by test case, then the statements shared by most programs run once, last
             g.sort(key=lambda i: (cases[id(jobs[i].case)], jobs[i].shared))
         batches = [Job(tuple(g), jobs[g[0]].scenario, "", jobs[g[0]].case, batch=[jobs[i].code for i in g],
