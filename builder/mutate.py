@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from builder.program import COND, Program
-from evaluate.sandbox import Job
+from evaluate.sandbox import Job, require_verdicts
 
 OPERATORS = ("drop_call", "skip_call", "other_api", "argument", "swap_args", "variable", "condition", "result")
 DEAD = ("drop_call", "skip_call")  # survivors of these mean a call whose effect no test case can see
@@ -421,7 +421,7 @@ def analyse_mutants(drafts: list, sandbox, config, rejections: Counter) -> list:
             for d_i in wanted for p_i, probe in enumerate(probes[d_i]) for run in range(2)]
     runs += [Job((d_i, p_i, "branch"), drafts[d_i].scenario, drafts[d_i].program.path_probe(), probe, group=d_i)
              for d_i in wanted if drafts[d_i].program.has_branch for p_i, probe in enumerate(probes[d_i])]
-    by_key = {o.key: o for o in sandbox.run_batched(runs, desc="probe inputs" if runs else None)}
+    by_key = {o.key: o for o in require_verdicts(sandbox.run_batched(runs, desc="probe inputs" if runs else None))}
     usable = {}
     for d_i in wanted:
         for p_i, probe in enumerate(probes[d_i]):
@@ -515,7 +515,7 @@ def _killed(sandbox, drafts: list, plans: list, cases: dict, desc: str) -> set:
             jobs += [alone(k) for k in keys]
     retry = []
     run = sandbox.run_batched if BATCHES else sandbox.run_untrusted
-    for o in run(jobs, desc=desc if jobs else None):
+    for o in require_verdicts(run(jobs, desc=desc if jobs else None)):
         if o.key[0] == "shared":  # RESULT holds one {"result"} or {"error"} per mutant
             keys = list(o.key[1])
             if o.status != "ok":  # e.g. out of time on a loaded machine: no verdict from it, run each alone
@@ -528,7 +528,8 @@ def _killed(sandbox, drafts: list, plans: list, cases: dict, desc: str) -> set:
                     killed.add(k)
         else:
             verdict(o.key, o)
-    for o in sandbox.run_untrusted([alone(k) for k in retry], desc=f"{desc} (one by one)" if retry else None):
+    for o in require_verdicts(sandbox.run_untrusted([alone(k) for k in retry],
+                                                    desc=f"{desc} (one by one)" if retry else None)):
         verdict(o.key, o)
     return killed
 

@@ -34,7 +34,7 @@ from builder.translate import VARIANTS, Item, TemplateTranslator
 from evaluate.data import TaskRecord, TestCase
 from evaluate.progress import progress
 from evaluate.executor import make_executor
-from evaluate.sandbox import Executor, Job, Limits
+from evaluate.sandbox import Executor, Job, Limits, require_verdicts
 from scenarios import get_scenario
 from scenarios.base import State, canonical_json
 from scenarios.trace import stored
@@ -251,7 +251,7 @@ def capture_oracles(drafts: list[Draft], sandbox: Executor, rejections: Counter)
             for d_i, d in enumerate(drafts) for c_i, case in enumerate(d.cases) for run in range(2)]
     jobs += [Job((d_i, c_i, "branch"), d.scenario, d.program.path_probe(), case, group=d_i)
              for d_i, d in enumerate(drafts) if d.program.has_branch for c_i, case in enumerate(d.cases)]
-    by_key = {o.key: o for o in sandbox.run_batched(jobs, desc="capture oracles")}
+    by_key = {o.key: o for o in require_verdicts(sandbox.run_batched(jobs, desc="capture oracles"))}
 
     def reason(item: tuple[int, Draft]) -> str | None:
         d_i, d = item

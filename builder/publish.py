@@ -150,10 +150,14 @@ def validate_folder(folder: Path) -> tuple[list[TaskRecord], dict]:
 def replay_references(tasks: list[TaskRecord], workers: int | None = None, timeout_s: float = 10.0) -> str:
     """Run every reference through the real sandbox and scoring (as `evaluate --model reference` does)."""
     from evaluate.sandbox import Limits, Sandbox
-    from evaluate.scoring import score
+    from evaluate.scoring import has_verdict, score
 
     with Sandbox(workers, Limits(timeout_s=timeout_s)) as sandbox:
         results = score(tasks, {t.task_id: [t.reference_program] for t in tasks}, sandbox)
+    unscored = [r for r in results if not has_verdict(r)]
+    if unscored:  # the machine's failure, not the references': say so rather than "not 100%"
+        raise PublishError(f"{len(unscored)} reference replay(s) got no verdict (their sandbox workers were lost: "
+                           f"{unscored[0].error[:160]}); run publish again")
     failed = [r for r in results if r.status != "pass"]
     if failed or len(results) != len(tasks):
         shown = "; ".join(f"{r.task_id}: {r.status} ({r.error[:120]})" for r in failed[:5])

@@ -31,7 +31,7 @@ from evaluate.models.cache import GenerationCache, prompt_key
 from evaluate.progress import progress
 from evaluate.prompts import build_messages, extract_code
 from evaluate.sandbox import Executor, Job, Outcome
-from evaluate.statuses import CRASH, SETUP_ERROR, TIMEOUT
+from evaluate.statuses import CRASH, INFRA_ERROR, SETUP_ERROR, TIMEOUT
 from scenarios import get_scenario
 from scenarios.calling import SUBMIT, SUBMIT_SPEC, ToolSpec
 
@@ -91,6 +91,9 @@ class Conversation:
     keys: list[str] = field(default_factory=list)  # the cache key of each turn
     usage: list[Usage | None] = field(default_factory=list)
     ended: str = ""  # why it ended; empty while it goes on
+    # Why it has no verdict: the sandbox lost the world its calls ran on, after its retries (INFRA_ERROR). It ends
+    # there, and its sample is an infra_error; running the command again replays its cached turns and goes on.
+    lost: str = ""
 
     @property
     def case_name(self) -> str | None:
@@ -103,9 +106,17 @@ class Conversation:
 
     def transcript(self) -> dict:
         """What conversations.jsonl keeps: every message, tool call and result, and each turn's cache key."""
-        return {"task_id": self.task.task_id, "sample": self.sample, "case": self.case_name, "turns": self.turns,
-                "ended": self.ended, "keys": self.keys, "messages": self.messages,
-                "episode": {"calls": self.calls, "submit": self.submit} if self.case is not None else None}
+        row = {"task_id": self.task.task_id, "sample": self.sample, "case": self.case_name, "turns": self.turns,
+               "ended": self.ended, "keys": self.keys, "messages": self.messages,
+               "episode": {"calls": self.calls, "submit": self.submit} if self.case is not None else None}
+        if self.lost:
+            row["lost"] = self.lost
+        return row
+
+    def lose(self, outcome: Outcome) -> None:
+        """End it without a verdict: its world was lost (`INFRA_ERROR`), which is no answer of the model's."""
+        self.lost = outcome.error
+        self.ended = f"no verdict: {outcome.error}"
 
 
 @functools.lru_cache(maxsize=None)
@@ -195,6 +206,9 @@ class Driver:
             return
         outcomes = self._episodes([(c, []) for c in conversations])
         for c, o in zip(conversations, outcomes):
+            if o.status == INFRA_ERROR:
+                c.lose(o)
+                continue
             if o.status in (SETUP_ERROR, CRASH, TIMEOUT) or "setup" not in o.extra:
                 c.ended = f"the world could not be set up: {o.status}: {o.error}"
                 continue
@@ -301,6 +315,9 @@ class Driver:
         submits = [None if s is None else s[1] for _, _, s in pending]
         outcomes = self._episodes(batch, submits)
         for (c, new, submit), (_, calls), o in zip(pending, batch, outcomes):
+            if o.status == INFRA_ERROR:  # the model is never shown a failure of the machine
+                c.lose(o)
+                continue
             reports = o.extra.get("calls")
             if reports is None:  # the world did not answer: the episode ends with what ran before
                 c.ended = f"the world stopped: {o.status}: {o.error}"
@@ -331,7 +348,10 @@ class Driver:
                 jobs.append(Job(len(jobs), c.task.scenario, code, scratch_case(c.task, c.sample)))
                 where.append((c, call_id))
         for (c, call_id), o in zip(where, self.sandbox.run_untrusted(jobs)):
-            c.messages.append(_tool_message(call_id, snippet_report(o)))
+            if o.status == INFRA_ERROR:  # the model is never shown a failure of the machine
+                c.lose(o)
+            elif not c.lost:
+                c.messages.append(_tool_message(call_id, snippet_report(o)))
 
 
 def _variant_field(variant: str) -> str:
@@ -389,6 +409,11 @@ def answers(tasks: list[TaskRecord], conversations: list[Conversation], mode: st
             empty = all(not e["calls"] and e["submit"] is None for e in episodes)
             out.setdefault(t.task_id, []).append(None if empty else episodes)
     return out
+
+
+def lost_samples(conversations: list[Conversation]) -> dict[tuple[str, int], str]:
+    """(task, sample) -> why it has no verdict, for each sample one of whose conversations lost its world."""
+    return {(c.task.task_id, c.sample): f"{c.label}: {c.lost}" for c in conversations if c.lost}
 
 
 def turns_used(conversations: list[Conversation]) -> dict[tuple[str, int], list[int]]:

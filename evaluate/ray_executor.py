@@ -3,10 +3,10 @@
 Each worker slot is a Ray actor holding one CPU. It starts the very worker program the local sandbox starts
 (`python -m evaluate.worker`, through `evaluate.sandbox._Worker`: the same scrubbed environment, JSON-lines protocol
 and containment, decided on the node it runs on), keeps it warm, and runs the batches of jobs it is sent through it
-one job at a time, replacing a worker that died exactly as the local pool does (its job is a crash). The harness
-side keeps every actor busy with batches, collects the `Outcome`s in job order, and replaces an actor that dies
-(its process killed, its node lost): the jobs it had in flight run once more on the replacement, and a job whose
-actor dies a second time is reported as a crash.
+one job at a time, replacing a worker that died exactly as the local pool does (`evaluate.sandbox.run_retrying`:
+its job runs again on the new one). The harness side keeps every actor busy with batches, collects the `Outcome`s
+in job order, and replaces an actor that dies (its process killed, its node lost): the jobs it had in flight run
+again on the replacement, at most `RETRIES` more times, after which a job is an `infra_error` (no verdict).
 
 Every node needs the project installed (the same version), since actors import `evaluate` and start its worker.
 """
@@ -25,13 +25,13 @@ from evaluate import tempdirs
 from evaluate.containment import PR_SET_DUMPABLE, prctl
 from evaluate.executor import RAY_INSTALL, ExecutorError
 from evaluate.progress import progress
-from evaluate.sandbox import JOIN_POLL_S, Executor, Job, Limits, Outcome, _Worker
+from evaluate.sandbox import (JOIN_POLL_S, RETRIES, Executor, Job, Limits, Outcome, SandboxFault, _Worker, lost,
+                              run_retrying)
 from evaluate.statuses import CRASH
 
 BATCH_MAX = 16  # jobs per call to an actor: fewer round trips, yet enough batches to share the work out evenly
 BATCHES_PER_SLOT = 4  # a run is cut into at least this many batches per actor, so no actor ends far behind
 IN_FLIGHT = 2  # batches queued on each actor, so it starts the next one without waiting for the harness
-RETRIES = 1  # how many times a job whose actor died runs again before it is reported as a crash
 CLOSE_S = 10.0  # how long closing waits for actors to stop their workers before killing the actors
 PROBE_S = 10.0  # how long the one connection attempt to a cluster's address may take
 CLIENT_PORT = 10001  # Ray Client's port, when a ray:// address names none
@@ -65,13 +65,20 @@ class _Slot:
             return [self._run(job) for job in jobs]
 
     def _run(self, job: Job) -> Outcome:
+        return run_retrying(job, self._worker, self._release)
+
+    def _worker(self) -> _Worker | None:
+        """The warm worker; a new one for the first job or after a death; None once stopping."""
         if self.stopping:
-            return Outcome(job.key, CRASH, error="the run was stopped")
-        if self.worker is None or not self.worker.alive:  # the first job, or a worker that died: a new one
-            if self.worker is not None:
-                self.worker.close()
+            return None
+        if self.worker is None or not self.worker.alive:
             self.worker = _Worker(self.limits)
-        return self.worker.run_safely(job)
+        return self.worker
+
+    def _release(self, worker: _Worker) -> None:
+        if not worker.alive:  # lost: remove what it left (its folders), as the local pool does
+            worker.close()
+            tempdirs.sweep()
 
     def close(self, kill: bool = False) -> None:
         self.stopping = True
@@ -119,6 +126,7 @@ class RayExecutor(Executor):
         results: list[Outcome | None] = [None] * len(jobs)
         bar = progress(len(jobs), desc, unit="run")
         self._interruptible(lambda: self._dispatch(jobs, results, bar), bar)
+        self._count_retries(results)
         return results  # type: ignore[return-value]
 
     def _dispatch(self, jobs: list[Job], results: list[Outcome | None], bar) -> None:
@@ -142,20 +150,27 @@ class RayExecutor(Executor):
                 actor, batch = pending.pop(ref)
                 try:
                     outcomes = ray.get(ref)
-                except ray.exceptions.RayActorError as exc:  # the actor died: replace it, retry its jobs once
+                except ray.exceptions.RayActorError as exc:  # the actor died: replace it, retry its jobs
                     self._replace(actor)
                     for i in reversed(batch):
                         deaths[i] += 1
                         if deaths[i] <= RETRIES:
                             todo.appendleft(i)
                         else:
-                            results[i] = Outcome(jobs[i].key, CRASH, error=_died(exc, deaths[i]))
+                            results[i] = lost(jobs[i], deaths[i], _died(exc, deaths[i]))
                     bar.update(sum(results[i] is not None for i in batch))
                     continue
+                except ray.exceptions.RayTaskError as exc:
+                    if isinstance(exc.cause, SandboxFault):  # a full disk on the node: stop, as the local pool does
+                        raise exc.cause from None
+                    outcomes = [Outcome(jobs[i].key, CRASH, error=f"executor error: {_first_line(exc)}")
+                                for i in batch]
                 except ray.exceptions.RayError as exc:  # a harness bug: crash these jobs, not the run
                     outcomes = [Outcome(jobs[i].key, CRASH, error=f"executor error: {_first_line(exc)}")
                                 for i in batch]
                 for i, outcome in zip(batch, outcomes):
+                    if deaths[i]:
+                        outcome.extra["retried"] = outcome.extra.get("retried", 0) + deaths[i]
                     results[i] = outcome
                 bar.update(len(batch))
 

@@ -7,24 +7,28 @@ import hashlib
 import itertools
 import json
 import os
+import sys
 from collections import defaultdict
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from evaluate.data import DatasetError, TaskRecord, created_after, load_tasks, results_name, run_suffix, sample_lines
-from evaluate.episodes import CODE, DEFAULT_MAX_TURNS, TOOLS, Driver, answers, conversation_usage, turns_used
+from evaluate.episodes import (CODE, DEFAULT_MAX_TURNS, TOOLS, Driver, answers, conversation_usage, lost_samples,
+                               turns_used)
 from evaluate.models import BackendError, Request, Sampling, Usage, get_backend, resolve
 from evaluate.models.cache import GenerationCache, prompt_key
 from evaluate.models.tokens import estimate, prompt_tokens
 from evaluate.names import slug
 from evaluate.progress import progress
 from evaluate.provenance import library_versions
+from evaluate.runlock import exclusive
 from evaluate.prompts import build_messages, extract_code
 from evaluate.diagnosis import format_causes, format_metric
 from evaluate.executor import LOCAL, check_reachable, make_executor
-from evaluate.sandbox import Executor, Job, Limits
-from evaluate.scoring import every_k, run_containment, score, summarize
-from evaluate.statuses import STATUSES
+from evaluate.sandbox import Executor, Job, Limits, require_verdicts
+from evaluate.scoring import every_k, from_row, has_verdict, run_containment, score, summarize
+from evaluate.statuses import INFRA_ERROR, STATUSES
 from evaluate.usage import Price, sample_tokens, summarize_usage
 
 
@@ -119,7 +123,7 @@ def trace_references(tasks: list[TaskRecord], sandbox: Executor) -> dict[tuple[s
     jobs = [Job((t.task_id, case.name), t.scenario, t.reference_program, case, trace=True)
             for t in tasks for case in t.test_cases]
     scripts = {}
-    for o in sandbox.run_untrusted(jobs, desc="trace references"):
+    for o in require_verdicts(sandbox.run_untrusted(jobs, desc="trace references")):
         if o.status != "ok":
             raise BackendError(f"the reference of {o.key[0]} failed on its {o.key[1]} test case while being traced "
                                f"into tool calls ({o.status}: {o.error}); rebuild the dataset")
@@ -148,7 +152,7 @@ def converse(config: EvalConfig, tasks: list[TaskRecord], sandbox: Executor):
     path = run_dir(config) / f"conversations{run_suffix(config.variant, config.mode)}.jsonl"
     path.write_text("".join(json.dumps(c.transcript(), ensure_ascii=False) + "\n" for c in conversations))
     return (answers(tasks, conversations, config.mode, config.n_samples), conversation_usage(conversations),
-            turns_used(conversations))
+            turns_used(conversations), lost_samples(conversations))
 
 
 def samples_usage(config: EvalConfig, tasks: list[TaskRecord], codes: dict[str, list[str | None]]) -> dict:
@@ -178,6 +182,13 @@ def run(config: EvalConfig) -> dict:
         tasks = created_after(tasks, config.since)
     if config.limit is not None:
         tasks = tasks[: config.limit]
+    # A run that generates holds its folder (its cache and conversations) from here to its report; a --samples run
+    # writes only the report, which `write_report` makes safe to race, and leaves no folder if it stops before.
+    with nullcontext():
+        return _run(config, tasks, manifest)
+
+
+def _run(config: EvalConfig, tasks: list[TaskRecord], manifest: dict) -> dict:
     replies, turns = None, {}
     check_reachable(config.executor, config.ray_address)  # before generating: a dead cluster is told at once
     if config.samples:
@@ -191,19 +202,47 @@ def run(config: EvalConfig) -> dict:
         backend = resolve(config.model, config.backend)[1]
 
     limits = Limits(timeout_s=config.timeout_s)
+    lost: dict = {}
     with make_executor(config.executor, config.ray_address, config.workers, limits) as sandbox:
         if config.mode != CODE and not config.samples:
-            codes, usage, turns = converse(config, tasks, sandbox)
-        results = score(tasks, codes, sandbox)
-    n = min((len(v) for v in codes.values()), default=1)
+            codes, usage, turns, lost = converse(config, tasks, sandbox)
+        n = min((len(v) for v in codes.values()), default=1)
+        report = _head(config, backend, manifest, tasks, n)
+        known = unfinished_verdicts(config, report)
+        if known:
+            print(f"resuming: {len(known)} sample(s) keep the verdict the last run gave them; scoring the ones it "
+                  "could not", file=sys.stderr)
+        results = score(tasks, codes, sandbox, lost, known)
+        report["sandbox"]["retried"] = sandbox.retried  # jobs run again after their worker was lost
     summary = summarize(results, every_k(n))
     containment = run_containment(results)
     for r in results:
         r.tokens = sample_tokens(usage.get((r.task_id, r.sample)))
-    usage_block = summarize_usage([(r.scenario, r.tokens) for r in results],
+    usage_block = summarize_usage([(r.scenario, r.tokens) for r in results if has_verdict(r)],
                                   {u.counted_by for u in usage.values() if u is not None}, config.price)
+    report["sandbox"]["containment"] = containment
+    report.update({
+        "evaluated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "summary": summary,
+        # tokens and cost: outside `summary`, which holds only what re-scoring the code reproduces
+        "usage": usage_block,
+        "samples": [_with_turns(r.to_dict(containment), turns.get((r.task_id, r.sample))) for r in results],
+    })
+    if turns:
+        report["turns"] = turns_summary(turns)
+    out = run_dir(config)
+    kept, latest = write_report(out, report, results_name(config.variant, config.mode))
+    report["path"], report["run_path"] = str(latest), str(kept)
+    if config.plot:
+        from evaluate.plots import plot_report
 
-    report = {
+        report["figures"] = [str(p) for p in plot_report(report, out)]
+    return report
+
+
+def _head(config: EvalConfig, backend: str, manifest: dict, tasks: list[TaskRecord], n: int) -> dict:
+    """results.json's settings: everything but what scoring finds (summary, usage, samples, containment)."""
+    return {
         "model": config.model_name,
         "backend": backend,
         "backend_options": {k: v for k, v in config.backend_options.items() if v is not None},
@@ -225,25 +264,34 @@ def run(config: EvalConfig) -> dict:
         "max_turns": None if config.mode == CODE else config.max_turns,
         "sampling": {"n_samples": n, **asdict(config.sampling)},
         # timeout_s: what re-scoring a submission of this run uses; containment: how its programs were contained;
-        # executor: where they ran (local or ray), which changes no verdict
-        "sandbox": {"timeout_s": config.timeout_s, "containment": containment, "executor": config.executor},
+        # executor: where they ran (local or ray), which changes no verdict; retried: how many jobs ran again
+        # because their worker was lost (`evaluate.sandbox.RETRIES`), which changes no verdict either
+        "sandbox": {"timeout_s": config.timeout_s, "containment": None, "executor": config.executor},
         "versions": library_versions("stateeval", "torch", "datasets", "openai", "transformers", "vllm"),
-        "evaluated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "summary": summary,
-        # tokens and cost: outside `summary`, which holds only what re-scoring the code reproduces
-        "usage": usage_block,
-        "samples": [_with_turns(r.to_dict(containment), turns.get((r.task_id, r.sample))) for r in results],
     }
-    if turns:
-        report["turns"] = turns_summary(turns)
-    out = run_dir(config)
-    kept, latest = write_report(out, report, results_name(config.variant, config.mode))
-    report["path"], report["run_path"] = str(latest), str(kept)
-    if config.plot:
-        from evaluate.plots import plot_report
 
-        report["figures"] = [str(p) for p in plot_report(report, out)]
-    return report
+
+def unfinished_verdicts(config: EvalConfig, head: dict) -> dict[tuple[str, int], "SampleResult"]:
+    """The verdicts to keep from the last run in this folder, when it left samples without one (infra_error) and
+    had the same settings on the same dataset content: (task, sample) -> its result, for every sample that has a
+    verdict there (each is reused only for the same answer, see `score`). Empty otherwise: a finished run is
+    scored afresh when the command runs again."""
+    path = run_dir(config) / results_name(config.variant, config.mode)
+    try:
+        last = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    rows = last.get("samples") if isinstance(last, dict) else None
+    if not isinstance(rows, list) or not any(r.get("status") == INFRA_ERROR for r in rows):
+        return {}
+    if settings_hash(last) != settings_hash(head) or last.get("mode", CODE) != head["mode"]:
+        return {}
+    containment = (last.get("sandbox") or {}).get("containment")
+    kept = {}
+    for row in rows:
+        if row.get("status") != INFRA_ERROR and row.get("answer") is not None:
+            kept[(row["task_id"], row["sample"])] = from_row(row, containment)
+    return kept
 
 
 def _with_turns(row: dict, turns: list[int] | None) -> dict:
@@ -317,10 +365,14 @@ TABLE_KS = (1, 5, 10)  # the pass@k columns printed, with the largest k; results
 
 
 def format_table(summary: dict) -> str:
+    """The printed table; an infra_error column (samples without a verdict, outside every rate) and a line saying
+    what to do about them appear only when a run has some."""
     reported = [int(k[5:]) for k in summary["overall"] if k.startswith("pass@")]
     shown = sorted({k for k in reported if k in TABLE_KS} | ({max(reported)} if reported else set()))
     ks = [f"pass@{k}" for k in shown] + [k for k in ("success@1",) if k in summary["overall"]]
-    head = ["scenario", "tasks", *ks, "arg_match", *STATUSES, "top causes"]
+    unscored = summary["overall"].get(INFRA_ERROR, 0)
+    apart = [INFRA_ERROR] if unscored else []
+    head = ["scenario", "tasks", *ks, "arg_match", *STATUSES, *apart, "top causes"]
     rows = [head]
     for name, block in [*summary["scenarios"].items(), ("overall", summary["overall"])]:
         diagnosis = block.get("diagnosis")
@@ -328,11 +380,15 @@ def format_table(summary: dict) -> str:
         cells += ["-" if block[k] is None else f"{100 * block[k]:.1f}%" for k in ks]
         cells.append(format_metric((diagnosis or {}).get("arg_match")))
         cells += [str(block["statuses"][s]) for s in STATUSES]
+        cells += [str(block.get(INFRA_ERROR, 0)) for _ in apart]
         cells.append(format_causes(diagnosis))
         rows.append(cells)
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    if unscored:
+        lines.append(f"{unscored} sample(s) have no verdict ({INFRA_ERROR}: their sandbox workers were lost on every "
+                     "retry) and are left out of every rate above; run the same command again to score them")
     return "\n".join(lines)
 
 

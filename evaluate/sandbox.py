@@ -19,6 +19,7 @@ killed and replaced, and the run goes on.
 from __future__ import annotations
 
 import base64
+import errno
 import json
 import os
 import queue
@@ -37,7 +38,7 @@ from evaluate import tempdirs
 from evaluate.data import TestCase
 from evaluate.containment import PR_SET_DUMPABLE, job_uid, kill_uid, prctl
 from evaluate.progress import progress
-from evaluate.statuses import CRASH, REPLY_STATUSES
+from evaluate.statuses import CRASH, INFRA_ERROR, REPLY_STATUSES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -130,15 +131,27 @@ class _Worker:
     def __init__(self, limits: Limits):
         self.limits = limits
         self.uid = job_uid() if os.geteuid() == 0 else None  # the uid its jobs run as (root only)
-        self.home = tempdirs.make("worker")  # the worker keeps its files inside, and removes it if this process dies
-        self.stderr = open(os.path.join(self.home, "worker.log"), "wb")
+        try:
+            self.home = tempdirs.make("worker")  # the worker keeps its files inside, and removes it if this dies
+            self.stderr = open(os.path.join(self.home, "worker.log"), "wb")
+        except OSError as exc:
+            if exc.errno in DISK_FULL:
+                raise DiskFull(tempdirs.root()) from None
+            raise SandboxFault(f"cannot make a sandbox worker's folder in {tempdirs.root()} ({exc}); check that "
+                               "TMPDIR names a writable folder") from None
         self._closing = threading.Lock()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "evaluate.worker", "--folder", self.home,
-             *(["--uid", str(self.uid)] if self.uid is not None else [])],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
-            env=scrubbed_env(self.home), cwd=self.home, start_new_session=True,
-        )
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "evaluate.worker", "--folder", self.home,
+                 *(["--uid", str(self.uid)] if self.uid is not None else [])],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
+                env=scrubbed_env(self.home), cwd=self.home, start_new_session=True,
+            )
+        except OSError as exc:  # out of processes or memory: every later worker would fail the same way
+            self.stderr.close()
+            shutil.rmtree(self.home, ignore_errors=True)
+            raise SandboxFault(f"cannot start a sandbox worker ({exc}); this machine is out of processes or "
+                               "memory: run fewer --workers, or free some") from None
         self._buf = b""
 
     def run(self, job: Job) -> Outcome:
@@ -181,6 +194,10 @@ class _Worker:
             reply = json.loads(line)
             if not isinstance(reply, dict) or reply.get("status") not in REPLY_STATUSES:
                 raise ValueError(f"status {reply.get('status') if isinstance(reply, dict) else reply!r}")
+            if reply["status"] == CRASH:  # the worker failed outside the program (its world, its disk): a new one
+                self.close(kill=True)
+                if reply.get("errno") in DISK_FULL:
+                    raise DiskFull(tempdirs.root())
             extra = {k: reply[k] for k in ("containment", "leftovers", "in_api", "setup", "calls", "submit")
                      if k in reply}
             batch = None
@@ -194,9 +211,11 @@ class _Worker:
 
     def run_safely(self, job: Job) -> Outcome:
         """`run`, with a harness bug reported as that job's crash (the worker killed and left for replacement)
-        rather than a hole in the results."""
+        rather than a hole in the results. A full disk is no job's crash: it stops the run (`DiskFull`)."""
         try:
             return self.run(job)
+        except SandboxFault:
+            raise
         except Exception as exc:  # noqa: BLE001
             self.close(kill=True)
             return Outcome(job.key, CRASH, error=f"sandbox error: {type(exc).__name__}: {exc}")
@@ -246,6 +265,68 @@ class _Worker:
         shutil.rmtree(self.home, ignore_errors=True)
 
 
+# How many more times a job runs, each on a fresh worker, when its worker dies, closes its pipe, passes the safety
+# deadline or fails outside the program. A program cannot tell a retry from a first run: each starts from the test
+# case's world in a fresh child. After the last, the job's outcome is INFRA_ERROR: no verdict.
+RETRIES = 2
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+class SandboxFault(RuntimeError):
+    """A fault of this machine that no retry mends and that would make every later job fail: the run stops with
+    this one line (what is already done is kept: generations are cached, a build resumes)."""
+
+
+class DiskFull(SandboxFault):
+    def __init__(self, folder: str):
+        super().__init__(f"no space left on the device of {folder}, where the sandbox workers keep their files: "
+                         "free some space there (or point TMPDIR at a larger disk), then run the same command "
+                         "again; nothing was scored from the jobs it stopped")
+
+
+class NoVerdict(SandboxFault):
+    """Jobs still without a verdict after their retries where each must have one: the builder's reference and
+    mutant runs, whose outcomes decide the dataset's bytes (a task dropped or a probe added because a worker died
+    would make a build differ from the same build undisturbed)."""
+
+
+def require_verdicts(outcomes: list[Outcome]) -> list[Outcome]:
+    """`outcomes`, unless one is INFRA_ERROR: then `NoVerdict`, naming how many and the last error."""
+    lost_ = [o for o in outcomes if o.status == INFRA_ERROR]
+    if lost_:
+        raise NoVerdict(f"{len(lost_)} sandbox job(s) got no verdict, their workers lost {RETRIES + 1} times each "
+                        f"({lost_[0].error}); is this machine short of memory? Run the same command again to go on "
+                        "from what is done")
+    return outcomes
+
+
+def run_retrying(job: Job, worker: Callable[[], "_Worker | None"], release: Callable[["_Worker"], None]) -> Outcome:
+    """Run `job` on `worker()` (a warm worker, a fresh one after a death), again on a fresh one each time its
+    worker is lost, at most RETRIES more times; then its outcome is INFRA_ERROR. `release` hands a worker back.
+    `worker()` answering None (the executor is stopping) ends the job as INFRA_ERROR too."""
+    outcome, tries = None, 0
+    while tries <= RETRIES:
+        w = worker()
+        if w is None:
+            break
+        try:
+            outcome = w.run_safely(job)
+        finally:
+            release(w)
+        tries += 1
+        if outcome.status != CRASH:
+            if tries > 1:
+                outcome.extra["retried"] = tries - 1
+            return outcome
+    return lost(job, tries, outcome.error if outcome else "the run was stopped")
+
+
+def lost(job: Job, tries: int, error: str) -> Outcome:
+    """The outcome of a job that ran `tries` times without a verdict (`INFRA_ERROR`)."""
+    return Outcome(job.key, INFRA_ERROR, error=f"no verdict: its sandbox worker was lost {tries} time(s); last: "
+                                               f"{error}", extra={"retried": max(0, tries - 1)})
+
+
 def _outcome(key: Any, reply: dict, extra: dict, batch: list[Outcome] | None = None) -> Outcome:
     if reply.get("status") not in REPLY_STATUSES:
         raise ValueError(f"status {reply.get('status')!r}")
@@ -277,6 +358,11 @@ class Executor:
     builder and scoring see only this interface, so where the work runs changes no step and no verdict.
     A subclass gives `run_untrusted` and `close`; batching and the context manager are shared.
     """
+
+    retried = 0  # how many times a job ran again because its worker was lost, over this executor's life
+
+    def _count_retries(self, outcomes: list) -> None:
+        self.retried += sum(o.extra.get("retried", 0) for o in outcomes if o is not None)
 
     def run_untrusted(self, jobs: Iterable[Job], desc: str | None = None) -> list[Outcome]:
         raise NotImplementedError
@@ -377,6 +463,9 @@ class Sandbox(Executor):
     def _release(self, worker: _Worker) -> None:
         if worker.alive:
             self._idle.put(worker)
+        else:  # what it left: its test case's folder, its session service's (`tempdirs`)
+            worker.close()
+            tempdirs.sweep()
 
     def run_untrusted(self, jobs: Iterable[Job], desc: str | None = None) -> list[Outcome]:
         if self._stopping.is_set():
@@ -387,6 +476,7 @@ class Sandbox(Executor):
         for i in range(len(jobs)):
             todo.put(i)
         bar = progress(len(jobs), desc, unit="run")
+        fault: list[SandboxFault] = []
 
         def drain() -> None:
             while not self._stopping.is_set():
@@ -394,13 +484,12 @@ class Sandbox(Executor):
                     i = todo.get_nowait()
                 except queue.Empty:
                     return
-                worker = self._worker()
-                if worker is None:
-                    return
                 try:
-                    results[i] = worker.run_safely(jobs[i])
-                finally:
-                    self._release(worker)
+                    results[i] = run_retrying(jobs[i], self._worker, self._release)
+                except SandboxFault as exc:
+                    fault.append(exc)
+                    self._stopping.set()
+                    return
                 bar.update(1)
 
         threads = [threading.Thread(target=drain, daemon=True) for _ in range(min(self.size, len(jobs)))]
@@ -413,6 +502,10 @@ class Sandbox(Executor):
                     t.join(JOIN_POLL_S)
 
         self._interruptible(wait, bar)
+        if fault:
+            self.close(kill=True)
+            raise fault[0]
+        self._count_retries(results)
         return results  # type: ignore[return-value]
 
     def restart_workers(self) -> None:

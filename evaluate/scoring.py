@@ -4,6 +4,10 @@ A sample passes when every test case (one per branch) runs and its RESULT and si
 gets the status of its first failing test case, in the paper's taxonomy plus two: syntax_error, execution_error,
 result_error, timeout, no_code (nothing extractable in the reply).
 
+A sample one of whose test cases got no verdict (its sandbox worker was lost on every retry, `INFRA_ERROR`) has
+the status infra_error: no verdict, no diagnosis, left out of every estimate and counted apart (`unscored`), so
+that a dying machine never lowers a model's score. The same command run again scores those samples.
+
 Two estimates per k, both unbiased (Chen et al., 2021), both means over tasks:
 - pass@k: at least one of k samples passes every test case;
 - success@k: at least one of k samples *runs* on every test case, i.e. each test case ends in `pass` or
@@ -14,9 +18,10 @@ Two estimates per k, both unbiased (Chen et al., 2021), both means over tasks:
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from math import comb
 
 from evaluate.containment import weakest
@@ -26,6 +31,7 @@ from evaluate.sandbox import Executor, Job
 from evaluate.statuses import (
     CRASH,
     EXECUTION_ERROR,
+    INFRA_ERROR,
     NO_CODE,
     OK,
     PASS,
@@ -50,6 +56,7 @@ class SampleResult:
     containment: str | None = None  # the weakest containment its test cases ran under (None: no program ran)
     tokens: dict | None = None  # {"prompt": ..., "completion": ...} the reply cost, when known (evaluate.usage)
     diagnosis: dict | None = None  # partial credit and, when failed, cause and recommendation (evaluate.diagnosis)
+    answer: str | None = None  # a hash of the answer scored (`answer_hash`): what a later run may reuse it for
 
     def to_dict(self, run_containment: str | None = None) -> dict:
         """The sample's row in results.json: its containment is written only where it is not the run's."""
@@ -71,6 +78,8 @@ def judge_case(scenario, case: TestCase, outcome) -> tuple[str, str]:
     if outcome.status == SETUP_ERROR:
         # The setup block is the dataset's; it failing means the task or the world is broken, not the answer.
         return EXECUTION_ERROR, f"setup failed (report this task): {outcome.error}"
+    if outcome.status == INFRA_ERROR:  # no verdict: the machine's failure, not the program's
+        return INFRA_ERROR, outcome.error
     if outcome.status == CRASH:
         return EXECUTION_ERROR, outcome.error
     if outcome.status not in (OK, SYNTAX_ERROR, EXECUTION_ERROR, RESULT_ERROR, TIMEOUT):
@@ -91,13 +100,21 @@ def answer_job(key, scenario: str, answer: str | list[dict], case: TestCase, c: 
     return Job(key, scenario, "", case, calls=answer[c]["calls"], submit=answer[c]["submit"])
 
 
-def score(tasks: list[TaskRecord], codes: dict[str, list], sandbox: Executor) -> list[SampleResult]:
+def score(tasks: list[TaskRecord], codes: dict[str, list], sandbox: Executor, lost: dict | None = None,
+          known: dict | None = None) -> list[SampleResult]:
     """`codes[task_id]` holds one answer per sample: an extracted program, or a list of episodes (tools mode; see
-    `answer_job`), or None (no code, no tool call)."""
+    `answer_job`), or None (no code, no tool call).
+
+    `lost`: (task id, sample) -> why a sample has no answer to score (its conversation lost the world it ran on):
+    it is an infra_error without a run. `known`: (task id, sample) -> the SampleResult an earlier run of the same
+    answer gave, taken as it is instead of running it again (a run re-scoring only its infra_error samples)."""
+    lost = lost or {}
+    known = {k: r for k, r in (known or {}).items()
+             if k[0] in codes and k[1] < len(codes[k[0]]) and r.answer == answer_hash(codes[k[0]][k[1]])}
     jobs = []
     for t in tasks:
         for s, code in enumerate(codes.get(t.task_id, [])):
-            if code is None:
+            if code is None or (t.task_id, s) in lost or (t.task_id, s) in known:
                 continue
             for c, case in enumerate(t.test_cases):
                 jobs.append(answer_job((t.task_id, s, c), t.scenario, code, case, c))
@@ -106,7 +123,14 @@ def score(tasks: list[TaskRecord], codes: dict[str, list], sandbox: Executor) ->
     results = []
     for t in tasks:
         scenario = get_scenario(t.scenario)
+        first = len(results)
         for s, code in enumerate(codes.get(t.task_id, [])):
+            if (t.task_id, s) in known:
+                results.append(known[(t.task_id, s)])
+                continue
+            if (t.task_id, s) in lost:
+                results.append(SampleResult(t.task_id, t.scenario, s, INFRA_ERROR, lost[(t.task_id, s)]))
+                continue
             if code is None:
                 results.append(SampleResult(t.task_id, t.scenario, s, NO_CODE, "no code in the reply",
                                             diagnosis=diagnose(t, NO_CODE, [], [], [])))
@@ -121,9 +145,35 @@ def score(tasks: list[TaskRecord], codes: dict[str, list], sandbox: Executor) ->
                 cases.append({"name": case.name, "status": cs, "error": msg, "seconds": o.seconds})
                 if cs != PASS and status == PASS:
                     status, error = cs, f"{case.name} test case: {msg}"
+            lost_case = next((c for c in cases if c["status"] == INFRA_ERROR), None)
+            if lost_case is not None:  # a verdict needs every test case
+                results.append(SampleResult(t.task_id, t.scenario, s, INFRA_ERROR,
+                                            f"{lost_case['name']} test case: {lost_case['error']}", cases))
+                continue
             results.append(SampleResult(t.task_id, t.scenario, s, status, error, cases, weakest(modes),
                                         diagnosis=diagnose(t, status, cases, traces, in_api)))
+        for r in results[first:]:
+            r.answer = answer_hash(codes[t.task_id][r.sample])
     return results
+
+
+def has_verdict(r: SampleResult) -> bool:
+    return r.status != INFRA_ERROR
+
+
+def answer_hash(answer) -> str | None:
+    """A short hash of a sample's answer (a program, or tools-mode episodes): a verdict is reused only for it."""
+    if answer is None:
+        return None
+    return hashlib.sha256(json.dumps(answer, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def from_row(row: dict, containment: str | None) -> SampleResult:
+    """A SampleResult back from its results.json row (`SampleResult.to_dict`; extra keys such as turns dropped)."""
+    names = {f.name for f in fields(SampleResult)}
+    r = SampleResult(**{k: v for k, v in row.items() if k in names})
+    r.containment = row.get("containment", containment)
+    return r
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -147,17 +197,23 @@ def every_k(n: int) -> tuple[int, ...]:
 
 
 def summarize(results: list[SampleResult], ks: tuple[int, ...] = (1,)) -> dict:
-    """pass@k and success@k overall and per scenario (means over the tasks with at least k samples), the
-    status distribution, and the diagnosis: partial-credit means over the samples and the count of each cause of
-    failure (`evaluate.diagnosis`)."""
+    """pass@k and success@k overall and per scenario (means over the tasks with at least k samples that have a
+    verdict), the status distribution, and the diagnosis: partial-credit means over the samples and the count of
+    each cause of failure (`evaluate.diagnosis`); `infra_error`, the samples left out for want of a verdict."""
     per_task: dict[str, list[SampleResult]] = defaultdict(list)
+    unscored: Counter = Counter()  # per task: samples without a verdict, left out of every estimate
     for r in results:
-        per_task[r.task_id].append(r)
+        if has_verdict(r):
+            per_task[r.task_id].append(r)
+        else:
+            unscored[r.task_id] += 1
+            per_task.setdefault(r.task_id, [])
     passes = {tid: sum(r.status == PASS for r in rs) for tid, rs in per_task.items()}
     successes = {tid: sum(succeeded(r) for r in rs) for tid, rs in per_task.items()}
+    scenario_of = {r.task_id: r.scenario for r in results}
     by_scenario: dict[str, list[str]] = defaultdict(list)
-    for task_id, rs in per_task.items():
-        by_scenario[rs[0].scenario].append(task_id)
+    for task_id in per_task:
+        by_scenario[scenario_of[task_id]].append(task_id)
 
     def block(task_ids: list[str]) -> dict:
         out: dict = {"tasks": len(task_ids)}
@@ -168,6 +224,7 @@ def summarize(results: list[SampleResult], ks: tuple[int, ...] = (1,)) -> dict:
         statuses = Counter(r.status for tid in task_ids for r in per_task[tid])
         out["statuses"] = {s: statuses.get(s, 0) for s in STATUSES}
         out["diagnosis"] = summarize_diagnoses([r.diagnosis for tid in task_ids for r in per_task[tid]])
+        out[INFRA_ERROR] = sum(unscored[tid] for tid in task_ids)  # samples without a verdict (see module doc)
         return out
 
     return {

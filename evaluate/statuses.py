@@ -20,7 +20,11 @@ RAN = frozenset({PASS, RESULT_ERROR})
 
 OK = "ok"  # the program ran and RESULT was read; scoring then compares it with the oracle
 SETUP_ERROR = "setup_error"  # the dataset's setup block failed: the task is broken, not the answer
-CRASH = "crash"  # the worker died or answered nonsense; it is replaced
+CRASH = "crash"  # the worker died or answered nonsense; it is replaced and the job runs again
+# A job that still had no verdict after its retries (`evaluate.sandbox.RETRIES`): its workers kept dying. The
+# harness's failure, never the program's: a sample with it is counted apart, has no verdict and no cause, and
+# running the same command again scores it (see README, "When a worker dies").
+INFRA_ERROR = "infra_error"
 # What a sandbox child may report about itself, and what a worker may answer (timeouts and crashes are its own).
 CHILD_STATUSES = frozenset({OK, SYNTAX_ERROR, EXECUTION_ERROR, RESULT_ERROR, SETUP_ERROR})
 REPLY_STATUSES = CHILD_STATUSES | {TIMEOUT, CRASH}

@@ -29,6 +29,11 @@ def start_time(pid: int) -> str | None:
     return stat.rpartition(")")[2].split()[19]  # field 22; the command name before it may hold spaces
 
 
+def root() -> str:
+    """The temporary directory the sandbox's folders go to (TMPDIR, else the system's)."""
+    return tempfile.gettempdir()
+
+
 def make(kind: str, parent: str | None = None) -> str:
     """A new private folder owned by this process (in `parent`, else the temporary directory)."""
     pid = os.getpid()

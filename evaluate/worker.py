@@ -40,6 +40,7 @@ import ast
 import base64
 import builtins
 import copy
+import errno
 import json
 import os
 import resource
@@ -416,10 +417,19 @@ class Runner:
             world.close()
         shutil.rmtree(self.home, ignore_errors=True)
 
+    def _load(self, scenario: str):
+        """A scenario's world, its temporary files (a session service's database and log) made inside this worker's
+        folder: removing that folder, as the harness does after a worker it stopped or lost, removes them too."""
+        tempfile.tempdir = self.home
+        try:
+            return load_world(get_scenario(scenario))
+        finally:
+            tempfile.tempdir = None
+
     def run_job(self, job: dict) -> dict:
         scenario = job["scenario"]
         if scenario not in self.worlds:
-            self.worlds[scenario] = load_world(get_scenario(scenario))
+            self.worlds[scenario] = self._load(scenario)
         world = self.worlds[scenario]
         if job.get("calls") is not None or job.get("trace"):
             world.tools()  # built once in the worker (a world caches its tool table), not in every child
@@ -467,6 +477,10 @@ class Runner:
             os.close(rfd)
             kill_group(pid)  # the program and the processes it started in its group
             _, wait_status, usage = os.wait4(pid, 0)
+            if not world.intact():  # its service died under the program: no verdict here, the harness retries
+                reap_leftovers(keep, self.uid)
+                return {"status": CRASH, "error": "a part of the world (its service) died during the job",
+                        "seconds": 0.0}
             cpu = usage.ru_utime + usage.ru_stime
             leftovers = reap_leftovers(keep, self.uid)  # and those that left the group
             seconds = time.monotonic() - start
@@ -601,6 +615,16 @@ def _early_exit_text(wait_status: int) -> str:
     return f"the program ended the process early (exit code {os.WEXITSTATUS(wait_status)})"
 
 
+def _errno(exc: BaseException) -> int | None:
+    """The errno behind a worker's own failure, so that the harness can tell a full disk (which stops the run) from
+    a crash (which is retried): an OSError's, or SQLite's "database or disk is full" (the session world's store)."""
+    if isinstance(exc, OSError):
+        return exc.errno
+    if getattr(exc, "sqlite_errorcode", None) == 13:  # SQLITE_FULL
+        return errno.ENOSPC
+    return None
+
+
 def main() -> None:
     uid = int(sys.argv[sys.argv.index("--uid") + 1]) if "--uid" in sys.argv else None
     folder = sys.argv[sys.argv.index("--folder") + 1] if "--folder" in sys.argv else None
@@ -614,7 +638,8 @@ def main() -> None:
             try:
                 reply = runner.run_job(job)
             except Exception as exc:  # noqa: BLE001 - report, keep serving
-                reply = {"status": CRASH, "error": f"worker error: {type(exc).__name__}: {exc}", "seconds": 0.0}
+                reply = {"status": CRASH, "error": f"worker error: {type(exc).__name__}: {exc}", "seconds": 0.0,
+                         "errno": _errno(exc)}
             try:
                 proto.write(json.dumps(reply) + "\n")
             except BrokenPipeError:  # the harness died while the job ran

@@ -308,6 +308,12 @@ class World(ABC):
     def reset(self, case: dict) -> None:
         """Restore the world to this test case's initial state (called in the worker, before the fork)."""
 
+    def intact(self) -> bool:
+        """Whether everything the world runs outside the worker (a service) lived through the last job (called in
+        the worker after it): a job during which a part of the world died has no verdict, since its program met
+        a failure of the machine, and runs again on a fresh worker. A world with no such part is always intact."""
+        return True
+
     def reset_between(self, case: dict) -> bool:
         """Between two programs of a batch (see `evaluate.worker`): restore the test case's initial state while
         the child that runs them waits, after `snapshot` has read the first one's side effects. False when the

@@ -35,6 +35,7 @@ from evaluate.models.cache import GenerationCache, prompt_key
 from evaluate.names import slug
 from evaluate.prompts import VARIANTS as PROMPT_VARIANTS
 from evaluate.prompts import build_messages
+from evaluate.statuses import INFRA_ERROR
 
 RESULTS = "results.json"
 GENERATIONS = "generations.jsonl"
@@ -287,6 +288,11 @@ def submit(run_dir: str | Path, name: str, org: str | None = None, params: str |
         details = problems + [f"{tid}: {'; '.join(d)}" for tid, d in sorted(per_task.items())]
         raise SubmissionError("a submission scores every task of its dataset version, n samples each, and this "
                               "run does not (--limit, --scenario or --since?): " + " | ".join(details))
+    unscored = sum(row.get("status") == INFRA_ERROR for row in results["samples"])
+    if unscored:
+        raise SubmissionError(f"{unscored} sample(s) of this run have no verdict (infra_error: their sandbox "
+                              "workers were lost); run the same python -m evaluate command again, which scores "
+                              "them, then submit")
     if is_samples:
         rows = _samples_generations(Path(samples), results)
     elif mode != CODE:

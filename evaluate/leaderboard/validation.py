@@ -43,6 +43,7 @@ from evaluate.leaderboard.submission import (
     read_generations,
     run_sampling,
 )
+from evaluate.statuses import INFRA_ERROR
 from evaluate.episodes import CODE, DEFAULT_MAX_TURNS
 from evaluate.prompts import extract_code
 
@@ -169,6 +170,12 @@ def _validate(sub: Submission, dataset: str, sandbox, timeout_s, workers, report
 
     problems, per_task = coverage_problems(results, tasks)
     report.problems += problems
+    unscored = sum(row.get("status") == INFRA_ERROR for row in results["samples"])
+    if unscored:
+        report.problems.append(f"{unscored} sample(s) in {RESULTS} have no verdict (infra_error: their sandbox "
+                               "workers were lost); run the same python -m evaluate command again, which scores "
+                               "them, and package that run")
+        return
     report.tasks.update(per_task)
     generations = read_generations(sub.path / GENERATIONS)
     if sub.mode != CODE:
@@ -226,7 +233,7 @@ def _replay(sub: Submission, tasks, generations: list[dict], sandbox, report: Re
     the submission lacks (the world answered otherwise than the run's, or turns are missing) is a problem."""
     import types
 
-    from evaluate.episodes import Driver, answers
+    from evaluate.episodes import Driver, answers, lost_samples
     from evaluate.models import BackendError
     from evaluate.scoring import score
 
@@ -240,7 +247,7 @@ def _replay(sub: Submission, tasks, generations: list[dict], sandbox, report: Re
     except BackendError as exc:
         report.problems.append(f"the recorded conversations do not replay: {exc}")
         return None
-    return score(tasks, answers(tasks, conversations, sub.mode, n), sandbox)
+    return score(tasks, answers(tasks, conversations, sub.mode, n), sandbox, lost_samples(conversations))
 
 
 def _rescore(sub: Submission, tasks, rescore, sandbox, timeout_s, workers, report: Report) -> None:
@@ -256,6 +263,11 @@ def _rescore(sub: Submission, tasks, rescore, sandbox, timeout_s, workers, repor
     else:
         rescored = rescore(sandbox)
     if rescored is None:
+        return
+    unscored = [r for r in rescored if r.status == INFRA_ERROR]
+    if unscored:  # this machine's fault, not the submission's: say so rather than list differences
+        report.problems.append(f"re-scoring got no verdict for {len(unscored)} sample(s) (infra_error: the "
+                               f"sandbox workers were lost; {unscored[0].error}); validate again")
         return
     report.rescored = len(rescored)
 
@@ -285,7 +297,7 @@ def _as_submitted(rescored: dict, submitted: dict) -> dict:
     diagnosis existed has none, and is compared on what it does report (its pass@k and statuses)."""
     reported = submitted.get("overall", {})
     dropped = [k for k in rescored["overall"]
-               if k not in reported and (k.startswith("success@") or k == "diagnosis")]
+               if k not in reported and (k.startswith("success@") or k in ("diagnosis", INFRA_ERROR))]
     for block in [rescored["overall"], *rescored["scenarios"].values()]:
         for key in dropped:
             block.pop(key, None)

@@ -38,6 +38,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="serve on this already listening socket instead of --host/--port (used by sandbox workers)")
     s.add_argument("--exit-with-parent", action="store_true",
                    help="exit when the process that started this one exits (used by sandbox workers)")
+    s.add_argument("--parent", type=int, default=None, metavar="PID",
+                   help="with --exit-with-parent: the pid of that process, so that a parent gone before this one "
+                        "started is noticed too")
     s.add_argument("--log-calls", action="store_true",
                    help="keep every answered request (method, route, parameters, body, status, answer) in the "
                         "database's call log, which a sandbox worker reads and empties per test case (used by "
@@ -54,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
         db = args.db or str(default_db())
         if args.fd is None:
             print(f"session service on http://{args.host}:{args.port} (database {db})", file=sys.stderr)
-        serve(args.host, args.port, db, args.fd, args.exit_with_parent, args.log_level, args.log_calls)
+        parent = args.exit_with_parent and (args.parent or True)
+        serve(args.host, args.port, db, args.fd, parent, args.log_level, args.log_calls)
         return 0
     from scenarios.session.doc import DOC_PATH, render_api_doc
 

@@ -50,9 +50,12 @@ def default_db() -> Path:
 
 
 def serve(host: str = "127.0.0.1", port: int = 18080, db: str | None = None, fd: int | None = None,
-          exit_with_parent: bool = False, log_level: str = "info", log_calls: bool = False) -> None:
-    """Run the service until interrupted (or until the parent exits, with `exit_with_parent`); `db` defaults to
+          exit_with_parent: bool | int = False, log_level: str = "info", log_calls: bool = False) -> None:
+    """Run the service until interrupted (or until the parent exits, with `exit_with_parent`: True, or the parent's
+    pid, which closes the moment between the parent's start of this process and this call); `db` defaults to
     `default_db()`; `log_calls`: keep every answered request in the database (see `app.CallLog`)."""
+    if exit_with_parent:  # first: a worker killed while this imports FastAPI must not leave it running
+        _die_with_parent(os.getppid() if exit_with_parent is True else exit_with_parent)
     import uvicorn
 
     from scenarios.session.app import create_app
@@ -61,8 +64,6 @@ def serve(host: str = "127.0.0.1", port: int = 18080, db: str | None = None, fd:
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=log_level == "debug",
                             lifespan="off", timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)
-    if exit_with_parent:
-        _die_with_parent(os.getppid())
     if fd is not None:
         server.run(sockets=[socket.socket(fileno=fd)])
     else:
@@ -152,7 +153,7 @@ class ServiceProcess:
             with open(self.log_path, "ab") as log:
                 self.proc = subprocess.Popen(
                     [sys.executable, "-m", "scenarios.session", "serve", "--fd", str(fd), "--db", self.db_path,
-                     "--exit-with-parent", "--log-level", "warning", "--log-calls"],
+                     "--exit-with-parent", "--parent", str(os.getpid()), "--log-level", "warning", "--log-calls"],
                     pass_fds=(fd,), stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
                 )
             limit = MEMORY_LIMIT_MB * 1024 * 1024

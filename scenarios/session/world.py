@@ -97,6 +97,10 @@ class SessionWorld(World):
             self.service.restart()
         self._load(case)
 
+    def intact(self) -> bool:
+        """The service is restarted only by `reset`, before a job: alive after it, it lived through the whole job."""
+        return self.service.alive
+
     def reset_between(self, case: dict) -> bool:
         """The stored sessions only, without waiting for the service to settle: the programs of a batch are the
         builder's mutants of a reference, whose requests (`requests`, synchronous) have all been answered, so

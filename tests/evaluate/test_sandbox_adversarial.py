@@ -181,6 +181,7 @@ def _service_survived(ctx: "Context", outcome: Outcome, contained: bool) -> None
 
 
 TIMEOUT, EXEC, RESULT_ERR, SYNTAX, PASS = "timeout", "execution_error", "result_error", "syntax_error", "pass"
+INFRA = "infra_error"  # no verdict: the program brought down what runs it, on every retry
 
 HOSTILE = [
     # -------------------------------------------------------------------------------------- runaway programs
@@ -213,8 +214,10 @@ HOSTILE = [
             check=_output_capped),
     # ------------------------------------------------------------------------------ ending things, signals
     Hostile("os_exit", "tensor", "os._exit", "import os\nos._exit(0)\n", EXEC),
-    Hostile("kill_parent", "tensor", "killing the parent",  # uncontained: the worker dies, the job crashes
-            "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n@REF@", EXEC, stateful=True),
+    # uncontained, the worker dies on every retry: no verdict, and a submission with one is refused
+    Hostile("kill_parent", "tensor", "killing the parent",
+            "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n@REF@", EXEC, contained_in=PRIVILEGED,
+            uncontained=frozenset({INFRA}), stateful=True),
     Hostile("signal_parent", "tensor", "signals",
             "import os, signal\n"
             "for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGTERM):\n"
@@ -377,7 +380,7 @@ HOSTILE = [
             "    fake.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
             "    fake.bind((host, int(port)))\n    fake.listen()\n"
             "except OSError:\n    pass\n@REF@", PASS, contained_in=PRIVILEGED,
-            uncontained=frozenset({EXEC, TIMEOUT, RESULT_ERR}), stateful=True, check=_service_survived),
+            uncontained=frozenset({INFRA}), stateful=True, check=_service_survived),
     Hostile("session_redos", "session", "tampering with the scenario server",  # keeps its event loop busy
             "requests.post(f'{BASE_URL}/api/sessions/{src1}/main_session', json={'title': 'a' * 40 + '!'})\n"
             "try:\n"
