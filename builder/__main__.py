@@ -131,12 +131,13 @@ def main(argv: list[str] | None = None) -> int:
     from builder.checkpoint import describe
     from builder.dataset import DatasetError
     from evaluate.executor import ExecutorError
+    from evaluate.models import BackendError
     from evaluate.sandbox import SandboxFault
     from builder.pipeline import build, translation_cache
 
     try:
         report = build(config, overwrite)
-    except (DatasetError, ValueError, ExecutorError, SandboxFault) as exc:
+    except (DatasetError, ValueError, ExecutorError, SandboxFault, BackendError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # the folder is renamed into place at the very end: an interrupt leaves it as it was

@@ -14,14 +14,18 @@ Examples:
   python -m evaluate.report results/*/*/results.json                   # compare runs side by side
 
 Generations are cached in <out>/<model>/<revision>/generations.jsonl; running the same command again resumes.
+One run at a time writes that folder: a second one is refused while the first runs.
+A job whose sandbox worker dies runs again on a fresh one (twice at most); a sample still without a verdict is
+reported as infra_error, outside every rate, and the command exits with code 3: run it again to score those.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 
-from evaluate.arguments import INTERRUPTED, Parser, at_least_one, positive_seconds, price
+from evaluate.arguments import INCOMPLETE, INTERRUPTED, Parser, at_least_one, positive_seconds, price
 from evaluate.episodes import MODES
 from evaluate.executor import add_executor_options, check_choice
 from evaluate.models import ALIASES, BACKENDS, Sampling
@@ -125,15 +129,23 @@ def main(argv: list[str] | None = None) -> int:
     from evaluate.executor import ExecutorError
     from evaluate.models import BackendError, UnknownModel
     from evaluate.run import format_table, format_usage, resume_note, run
+    from evaluate.runlock import RunFolderError
+    from evaluate.sandbox import SandboxFault
 
     try:
         report = run(config)
-    except (DatasetError, UnknownModel, BackendError, ExecutorError) as exc:
+    except (DatasetError, UnknownModel, BackendError, ExecutorError, SandboxFault, RunFolderError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # the sandbox has already stopped its workers and removed their folders
         print(f"interrupted; {resume_note(config)}", file=sys.stderr)
         return INTERRUPTED
+    except OSError as exc:  # writing the conversations or the report on a full disk
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        print(f"error: cannot write {exc.filename or config.out}: {exc.strerror}; free some space there, then run "
+              f"the same command again ({resume_note(config)})", file=sys.stderr)
+        return 2
     print(format_table(report["summary"]))
     print(format_usage(report["usage"]))
     if "turns" in report:
@@ -144,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"kept this run as {report['run_path']}")
     for fig in report.get("figures", []):
         print(f"wrote {fig}")
-    return 0
+    return INCOMPLETE if report["summary"]["overall"].get("infra_error") else 0
 
 
 if __name__ == "__main__":

@@ -11,6 +11,9 @@ import argparse
 import math
 
 INTERRUPTED = 130  # the exit code of a command ended by Ctrl-C, as shells report it (128 + SIGINT)
+# The exit code of a run that wrote its results but left samples without a verdict (infra_error): a script that
+# runs it knows to run the same command again, which scores them.
+INCOMPLETE = 3
 
 
 def _number(text: str, parse, expected: str, ok, must: str):

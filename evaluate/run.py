@@ -27,7 +27,7 @@ from evaluate.prompts import build_messages, extract_code
 from evaluate.diagnosis import format_causes, format_metric
 from evaluate.executor import LOCAL, check_reachable, make_executor
 from evaluate.sandbox import Executor, Job, Limits, require_verdicts
-from evaluate.scoring import every_k, from_row, has_verdict, run_containment, score, summarize
+from evaluate.scoring import answer_hash, every_k, from_row, has_verdict, run_containment, score, summarize
 from evaluate.statuses import INFRA_ERROR, STATUSES
 from evaluate.usage import Price, sample_tokens, summarize_usage
 
@@ -184,7 +184,7 @@ def run(config: EvalConfig) -> dict:
         tasks = tasks[: config.limit]
     # A run that generates holds its folder (its cache and conversations) from here to its report; a --samples run
     # writes only the report, which `write_report` makes safe to race, and leaves no folder if it stops before.
-    with nullcontext():
+    with nullcontext() if config.samples else exclusive(run_dir(config)):
         return _run(config, tasks, manifest)
 
 
@@ -208,7 +208,7 @@ def _run(config: EvalConfig, tasks: list[TaskRecord], manifest: dict) -> dict:
             codes, usage, turns, lost = converse(config, tasks, sandbox)
         n = min((len(v) for v in codes.values()), default=1)
         report = _head(config, backend, manifest, tasks, n)
-        known = unfinished_verdicts(config, report)
+        known = unfinished_verdicts(config, report, codes)
         if known:
             print(f"resuming: {len(known)} sample(s) keep the verdict the last run gave them; scoring the ones it "
                   "could not", file=sys.stderr)
@@ -271,10 +271,10 @@ def _head(config: EvalConfig, backend: str, manifest: dict, tasks: list[TaskReco
     }
 
 
-def unfinished_verdicts(config: EvalConfig, head: dict) -> dict[tuple[str, int], "SampleResult"]:
+def unfinished_verdicts(config: EvalConfig, head: dict, codes: dict[str, list]) -> dict[tuple[str, int], "SampleResult"]:
     """The verdicts to keep from the last run in this folder, when it left samples without one (infra_error) and
     had the same settings on the same dataset content: (task, sample) -> its result, for every sample that has a
-    verdict there (each is reused only for the same answer, see `score`). Empty otherwise: a finished run is
+    verdict there for the same answer (`codes`, compared by `answer_hash`). Empty otherwise: a finished run is
     scored afresh when the command runs again."""
     path = run_dir(config) / results_name(config.variant, config.mode)
     try:
@@ -289,8 +289,11 @@ def unfinished_verdicts(config: EvalConfig, head: dict) -> dict[tuple[str, int],
     containment = (last.get("sandbox") or {}).get("containment")
     kept = {}
     for row in rows:
-        if row.get("status") != INFRA_ERROR and row.get("answer") is not None:
-            kept[(row["task_id"], row["sample"])] = from_row(row, containment)
+        answers = codes.get(row.get("task_id")) or []
+        s = row.get("sample")
+        if row.get("status") != INFRA_ERROR and isinstance(s, int) and 0 <= s < len(answers) \
+                and row.get("answer") is not None and row["answer"] == answer_hash(answers[s]):
+            kept[(row["task_id"], s)] = from_row(row, containment)
     return kept
 
 

@@ -7,6 +7,7 @@ datasets cache, so a folder loaded on this machine before cannot stand in for th
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -15,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -22,6 +24,7 @@ import pytest
 
 from evaluate.data import content_hash, file_sha256
 from tests.conftest import interruptible
+from tests.evaluate.scripted_server import ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -393,7 +396,8 @@ def test_ctrl_c_exits_130_with_one_line_and_leaves_no_folder(rows, tmp_path, hf_
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     assert err.splitlines()[-1].startswith("interrupted; ") and "re-run the same command" in err
-    assert list(tmp.iterdir()) == []  # no worker or test-case folder left behind
+    left = list(tmp.iterdir())  # no worker or test-case folder left behind (if one is, say what it holds)
+    assert left == [], [(p.name, sorted(x.name for x in p.iterdir()) if p.is_dir() else "a file") for p in left]
     assert not (tmp_path / "out").exists()
 
 
@@ -407,3 +411,93 @@ def test_a_killed_run_leaves_no_folder(rows, tmp_path, hf_cache, small_dataset):
     while list(tmp.iterdir()) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert list(tmp.iterdir()) == []
+
+
+# ------------------------------------------------------------------ a full disk, and two runs in one folder
+
+
+def test_a_full_disk_while_generating_stops_in_one_line_and_the_same_command_resumes(small_dataset, rows, tmp_path,
+                                                                                    monkeypatch, capsys):
+    """The disk fills in the middle of the fourth reply's line: the run stops with one line that names the file
+    and the fix, and the same command, once there is space, reuses the three replies and scores every task."""
+    import evaluate.models.cache as cache_module
+    from evaluate.__main__ import main
+
+    written_lines = []
+
+    def filling_open(*args, **kwargs):
+        f = open(*args, **kwargs)
+        real_write = f.write
+
+        def write(data):
+            if len(written_lines) == 3:
+                real_write(bytes(data[: len(data) // 2]))
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            written_lines.append(bytes(data))
+            return real_write(data)
+
+        f.write = write
+        return f
+
+    args = ["--model", "reference", "--dataset", str(small_dataset), "--out", str(tmp_path), "--workers", "1"]
+    cache = tmp_path / "reference" / "local" / "generations.jsonl"
+    monkeypatch.setattr(cache_module, "open", filling_open, raising=False)
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if not line.startswith("generate (")]  # (a slow machine's progress)
+    assert lines == [f"error: cannot write the generation cache {cache}: no space left on device; free some space "
+                     "there, then run the same command again to resume (the replies already written are kept)"]
+    assert cache.read_bytes() == b"".join(written_lines)  # three whole lines, no half one
+    assert not (cache.parent / "results.json").exists()
+
+    monkeypatch.undo()  # space was freed
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert f"resuming: 3 of {len(rows)} generations found in {cache}" in out
+    assert written(types.SimpleNamespace(stdout=out))["summary"]["overall"]["pass@1"] == 1.0
+    assert sorted(json.loads(line)["task_id"] for line in cache.read_text().splitlines()) == sorted(
+        r["task_id"] for r in rows)
+
+
+def test_a_second_run_into_the_same_folder_is_refused_until_the_first_is_gone(small_dataset, small_tasks, rows,
+                                                                               tmp_path, hf_cache):
+    """Two runs of one folder would append the same replies to one cache and replace each other's report: the
+    second is refused in one line naming the first's pid, and once the first is killed (kill -9: no clean-up),
+    the next run goes on from what it had cached."""
+    reference = {t.instruction: t.reference_program for t in small_tasks}
+
+    def reply(body):  # the reference, so every run that finishes scores 100%
+        user = body["messages"][-1]["content"]
+        return next(f"```python\n{code}```" for instr, code in reference.items() if instr.strip() in user)
+
+    args = ("--model", "scripted", "--backend", "openai", "--dataset", str(small_dataset), "--out", str(tmp_path),
+            "--concurrency", "2", "--workers", "1")
+    folder = tmp_path / "scripted" / "local"
+    cache = folder / "generations.jsonl"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_DATASETS_CACHE=str(hf_cache), OPENAI_API_KEY="sk-test")
+    with ScriptedServer(reply, hold_after=2) as server:  # two replies, then the first run waits on the server
+        first = subprocess.Popen([sys.executable, "-m", "evaluate", *args, "--base-url", server.base_url], cwd=ROOT,
+                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 300  # a safety net only: the first run holds its folder once it generates
+            while not (cache.is_file() and len(cache.read_text().splitlines()) == 2):
+                assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+                time.sleep(0.05)
+            held = cache.read_bytes()
+
+            with ScriptedServer(reply) as own:  # (its own server, which holds nothing: no lock, no wait)
+                second = evaluate(*args, "--base-url", own.base_url, hf_cache=hf_cache)
+                assert own.count() == 0  # it asked the model nothing
+            assert second.returncode == 2, second.stderr
+            assert second.stderr == (f"error: another python -m evaluate is writing {folder} (pid {first.pid}); wait "
+                                     "for it to finish or pass another --out\n")
+            assert cache.read_bytes() == held and not (folder / "results.json").exists()  # and wrote nothing
+        finally:
+            first.kill()
+            first.wait()
+        server.release()
+        third = evaluate(*args, "--base-url", server.base_url, hf_cache=hf_cache)
+    assert third.returncode == 0, third.stderr
+    assert f"resuming: 2 of {len(rows)}" in third.stdout
+    assert written(third)["summary"]["overall"]["pass@1"] == 1.0

@@ -4,6 +4,7 @@ vLLM up to its import boundary, and the offline SmolLM2 path end to end (slow)."
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import os
 import subprocess
@@ -306,6 +307,61 @@ def test_a_cache_line_keeps_its_usage_and_an_old_line_has_none(tmp_path):
     again = GenerationCache(path)
     assert again.replies == {"old": "x", "new": "y"}
     assert again.usage == {"new": Usage(10, 3, "api")}
+
+
+def _row(key: str) -> bytes:
+    return (json.dumps({"key": key, "task_id": "t", "sample": 0, "reply": f"reply {key}"}) + "\n").encode()
+
+
+@pytest.mark.parametrize("cut_back", [True, False], ids=["cut-back", "cut-back-fails-too"])
+def test_a_disk_full_mid_line_stops_in_one_line_and_the_resume_reuses_every_whole_line(tmp_path, monkeypatch,
+                                                                                       cut_back):
+    """ENOSPC after half a line: the half line is never read, and never swallows the next reply's line."""
+    from evaluate.models.cache import CacheWriteError, GenerationCache
+
+    path = tmp_path / "generations.jsonl"
+    cache = GenerationCache(path)
+    cache.add("a", "t", 0, "reply a")
+    cache.add("b", "t", 0, "reply b")
+    before = path.read_bytes()
+    real_write = cache._file.write
+
+    def disk_full(data):
+        real_write(bytes(data[: len(data) // 2]))
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def cannot_cut(*_args):
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    cache._file.write = disk_full
+    if not cut_back:  # the worst case: the half line stays, as a kill in mid-write leaves it
+        monkeypatch.setattr(os, "ftruncate", cannot_cut)
+    with pytest.raises(CacheWriteError) as failed:
+        cache.add("c", "t", 0, "reply c")
+    message = str(failed.value)
+    assert "\n" not in message and str(path) in message and "no space left on device" in message
+    assert "free some space" in message and "run the same command again" in message
+    assert "c" not in cache.replies
+    cache.close()
+    monkeypatch.undo()
+    half = _row("c")[: len(_row("c")) // 2]
+    assert path.read_bytes() == (before if cut_back else before + half)
+
+    resumed = GenerationCache(path)
+    assert resumed.replies == {"a": "reply a", "b": "reply b"}  # the earlier replies are reused
+    resumed.add("c", "t", 0, "reply c")
+    resumed.close()
+    assert GenerationCache(path).replies == {"a": "reply a", "b": "reply b", "c": "reply c"}
+    assert path.read_bytes() == before + (b"" if cut_back else half + b"\n") + _row("c")
+
+
+def test_a_cache_that_cannot_be_written_at_all_names_the_cause(tmp_path):
+    from evaluate.models.cache import CacheWriteError, GenerationCache
+
+    (tmp_path / "file").write_text("")
+    cache = GenerationCache(tmp_path / "file" / "generations.jsonl")  # its folder is a file
+    with pytest.raises(CacheWriteError, match="cannot write the generation cache .*generations.jsonl: .*; fix that"):
+        cache.add("a", "t", 0, "reply a")
 
 
 def test_hf_counts_generated_tokens_up_to_the_end_of_sequence():
