@@ -106,11 +106,10 @@ def score(tasks: list[TaskRecord], codes: dict[str, list], sandbox: Executor, lo
     `answer_job`), or None (no code, no tool call).
 
     `lost`: (task id, sample) -> why a sample has no answer to score (its conversation lost the world it ran on):
-    it is an infra_error without a run. `known`: (task id, sample) -> the SampleResult an earlier run of the same
-    answer gave, taken as it is instead of running it again (a run re-scoring only its infra_error samples)."""
-    lost = lost or {}
-    known = {k: r for k, r in (known or {}).items()
-             if k[0] in codes and k[1] < len(codes[k[0]]) and r.answer == answer_hash(codes[k[0]][k[1]])}
+    it is an infra_error without a run. `known`: (task id, sample) -> the SampleResult an earlier run gave the very
+    same answer (the caller checks `answer_hash`), taken as it is instead of running it again (a run re-scoring
+    only its infra_error samples, `evaluate.run.unfinished_verdicts`)."""
+    lost, known = lost or {}, known or {}
     jobs = []
     for t in tasks:
         for s, code in enumerate(codes.get(t.task_id, [])):

@@ -95,6 +95,11 @@ from scenarios.trace import Recorder, bind
 REPORT_KEYS = ("status", "result", "recorded", "error", "traceback", "trace", "in_api", "setup", "calls", "submit")
 
 
+# The free space a worker needs where it and its test cases keep their files; less, and the run stops rather than
+# score programs whose writes may fail for want of it (`Runner.short_of_space`).
+FREE_SPACE_MB = 8
+
+
 def too_large(cap_mb: int) -> str:
     return f"RESULT is larger than {cap_mb} MB"
 
@@ -412,6 +417,20 @@ class Runner:
                 self.jail = Jail(self.uid, tempfile.mkdtemp(dir=self.home))
         self.containment = JAIL if self.jail else UID if self.uid is not None else NONE
 
+    def short_of_space(self) -> str | None:
+        """Whether the disk of this worker's files or of the test cases' folders is (nearly) full, said after every
+        job: there a program's own writes, its output and the session service's database fail, so its verdict
+        would be the disk's. The harness stops the run on it (`evaluate.sandbox.DiskFull`); None when not."""
+        for folder in {self.home, tempdirs.root()}:
+            try:
+                st = os.statvfs(folder)
+            except OSError:
+                continue
+            free = st.f_bavail * st.f_frsize
+            if free < FREE_SPACE_MB * MB:
+                return f"{free // 1024} KiB free in {folder}, fewer than the sandbox's {FREE_SPACE_MB} MiB"
+        return None
+
     def close(self) -> None:
         for world in self.worlds.values():
             world.close()
@@ -640,6 +659,8 @@ def main() -> None:
             except Exception as exc:  # noqa: BLE001 - report, keep serving
                 reply = {"status": CRASH, "error": f"worker error: {type(exc).__name__}: {exc}", "seconds": 0.0,
                          "errno": _errno(exc)}
+            if reply.get("errno") is None and (short := runner.short_of_space()):
+                reply = {"status": CRASH, "error": f"worker error: {short}", "seconds": 0.0, "errno": errno.ENOSPC}
             try:
                 proto.write(json.dumps(reply) + "\n")
             except BrokenPipeError:  # the harness died while the job ran

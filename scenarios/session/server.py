@@ -56,6 +56,8 @@ def serve(host: str = "127.0.0.1", port: int = 18080, db: str | None = None, fd:
     `default_db()`; `log_calls`: keep every answered request in the database (see `app.CallLog`)."""
     if exit_with_parent:  # first: a worker killed while this imports FastAPI must not leave it running
         _die_with_parent(os.getppid() if exit_with_parent is True else exit_with_parent)
+    if fd is not None:
+        fd = _lowest(fd)
     import uvicorn
 
     from scenarios.session.app import create_app
@@ -68,6 +70,25 @@ def serve(host: str = "127.0.0.1", port: int = 18080, db: str | None = None, fd:
         server.run(sockets=[socket.socket(fileno=fd)])
     else:
         server.run()
+
+
+LISTEN_FD = 3  # the lowest descriptor after the standard streams
+
+
+def _lowest(fd: int) -> int:
+    """Move the listening socket to LISTEN_FD when that is free, before anything else is opened. A killed process
+    closes its descriptors in ascending order, so the listening socket is then closed before any connection: a
+    client that saw its connection reset by a dying service finds the port no longer listening
+    (`ServiceProcess.listening`), which is how a worker tells a job that met a killed service."""
+    if fd == LISTEN_FD:
+        return fd
+    try:
+        os.fstat(LISTEN_FD)
+    except OSError:  # free
+        os.dup2(fd, LISTEN_FD)
+        os.close(fd)
+        return LISTEN_FD
+    return fd
 
 
 def _die_with_parent(parent: int) -> None:
@@ -89,13 +110,15 @@ def _die_with_parent(parent: int) -> None:
 NETLINK_SOCK_DIAG, SOCK_DIAG_BY_FAMILY, NLMSG_ERROR, NLMSG_DONE = 4, 20, 2, 3
 NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
 TCP_ESTABLISHED, TCP_SYN_RECV, TCP_CLOSE_WAIT = 1, 3, 8  # the kernel's numbers of OPEN_STATES
+TCP_LISTEN = 10
+OPEN_MASK = (1 << TCP_ESTABLISHED) | (1 << TCP_SYN_RECV) | (1 << TCP_CLOSE_WAIT)
 
 
-def open_connections(port: int) -> int:
-    """The IPv4 TCP connections whose local port is `port` in one of OPEN_STATES, counted by the kernel's socket
-    diagnostics: one dump request over netlink for sockets in those states only, so the closed ones are never
-    listed. Raises OSError where netlink is not to be had."""
-    states = (1 << TCP_ESTABLISHED) | (1 << TCP_SYN_RECV) | (1 << TCP_CLOSE_WAIT)
+def open_connections(port: int, states: int = OPEN_MASK) -> int:
+    """The IPv4 TCP sockets whose local port is `port` in one of `states` (a mask of the kernel's TCP state
+    numbers; default OPEN_STATES, the connections not closed yet), counted by the kernel's socket diagnostics: one
+    dump request over netlink for sockets in those states only, so the closed ones are never listed. Raises
+    OSError where netlink is not to be had."""
     # struct inet_diag_req_v2: family, protocol, extensions, pad, states, then a zeroed inet_diag_sockid (48 bytes)
     request = struct.pack("=BBBBI48x", socket.AF_INET, socket.IPPROTO_TCP, 0, 0, states)
     header = struct.pack("=IHHII", 16 + len(request), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP, 1, 0)
@@ -205,6 +228,17 @@ class ServiceProcess:
             return False
         finally:
             conn.close()
+
+    def listening(self) -> bool:
+        """Whether the service is alive and still listens on its port. A killed process closes its sockets before
+        it can be reaped (its connections reset, while `alive` may still say yes for a moment), the listening one
+        first (`_lowest`): that one tells. No request is made, so a service kept busy by a program still counts."""
+        if not self.alive:
+            return False
+        try:
+            return open_connections(self.port, 1 << TCP_LISTEN) > 0
+        except OSError:
+            return self._answers(SETTLE_POLL_S * 50)  # no netlink: ask it (a busy one is then taken for dead)
 
     def _open_connections(self) -> int:
         """Connections to the service's port that the service has not closed: asked of the kernel over netlink

@@ -98,8 +98,9 @@ class SessionWorld(World):
         self._load(case)
 
     def intact(self) -> bool:
-        """The service is restarted only by `reset`, before a job: alive after it, it lived through the whole job."""
-        return self.service.alive
+        """The service is restarted only by `reset`, before a job: still listening after it, it lived through the
+        whole job."""
+        return self.service.listening()
 
     def reset_between(self, case: dict) -> bool:
         """The stored sessions only, without waiting for the service to settle: the programs of a batch are the

@@ -191,6 +191,32 @@ def test_a_dead_actor_is_replaced_and_its_jobs_run_again_then_have_no_verdict(ra
     _wait_until_gone(SLOW)
 
 
+@needs_ray
+def test_a_worker_killed_inside_an_actor_runs_its_job_again_on_a_fresh_one(ray_instance, small_tasks):
+    case = small_tasks[0].test_cases[0]
+    name = "stateeval-wkill"
+    with make_executor("ray", workers=1, limits=Limits(timeout_s=10)) as executor:
+        outcomes: list = []
+        runner = threading.Thread(target=lambda: outcomes.extend(
+            executor.run_untrusted([Job("slow", "tensor", _slow(1.5, name), case)])))
+        runner.start()
+        try:
+            deadline = time.monotonic() + 300
+            while (child := _running(name)) is None:
+                assert time.monotonic() < deadline, "the slow job never started"
+                time.sleep(0.01)
+            worker = _ppid(child)
+            with open(f"/proc/{worker}/cmdline", "rb") as f:
+                assert b"evaluate.worker" in f.read()
+            os.kill(worker, signal.SIGKILL)
+        finally:
+            runner.join()
+        (o,) = outcomes
+        assert (o.status, o.result, o.extra.get("retried")) == ("ok", "finished", 1), (o.status, o.error)
+        assert executor.retried == 1
+    _wait_until_gone(name)
+
+
 def _wait_until_gone(name: str) -> None:
     deadline = time.monotonic() + 120  # a bound on how long a process takes to end, not a speed check
     while _running(name) is not None:
