@@ -6,12 +6,19 @@ Examples:
        -d '{"title": "my main portal session", "description": "this is an example"}'
   curl localhost:18080/api/sessions/msk_portal/main_session
   python -m scenarios.session api-doc --write      # rewrite scenarios/session/api_doc.md from the OpenAPI
+  python -m scenarios.session serve --tier frontier   # paged listings, versioned writes, members, bulk delete
+  python -m scenarios.session api-doc --tier frontier --write   # rewrite scenarios/session/api_doc_frontier.md
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+
+from scenarios.session.store import TIERS  # stdlib only: --help does not wait for FastAPI
+
+TIER_HELP = ("paper: the API the paper's tasks call (default); frontier: the same service with paged listings, "
+             "versioned writes (If-Match), members as a sub-resource and bulk delete")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,10 +52,13 @@ def main(argv: list[str] | None = None) -> int:
                    help="keep every answered request (method, route, parameters, body, status, answer) in the "
                         "database's call log, which a sandbox worker reads and empties per test case (used by "
                         "sandbox workers; off by default, so a long-running service does not grow a log)")
+    s.add_argument("--tier", default="paper", choices=TIERS, help=TIER_HELP)
 
     d = sub.add_parser("api-doc", help="print the model-facing API documentation generated from the OpenAPI",
-                       description="Render scenarios/session/api_doc.md from the app's OpenAPI document.")
+                       description="Render scenarios/session/api_doc.md (api_doc_frontier.md with --tier frontier) "
+                                   "from the app's OpenAPI document.")
     d.add_argument("--write", action="store_true", help="write the file instead of printing it")
+    d.add_argument("--tier", default="paper", choices=TIERS, help=TIER_HELP)
 
     args = p.parse_args(argv)
     if args.command == "serve":
@@ -58,14 +68,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.fd is None:
             print(f"session service on http://{args.host}:{args.port} (database {db})", file=sys.stderr)
         parent = args.exit_with_parent and (args.parent or True)
-        serve(args.host, args.port, db, args.fd, parent, args.log_level, args.log_calls)
+        serve(args.host, args.port, db, args.fd, parent, args.log_level, args.log_calls, args.tier)
         return 0
-    from scenarios.session.doc import DOC_PATH, render_api_doc
+    from scenarios.session.doc import DOC_PATHS, render_api_doc
 
-    text = render_api_doc()
+    text = render_api_doc(tier=args.tier)
     if args.write:
-        DOC_PATH.write_text(text)
-        print(f"wrote {DOC_PATH}", file=sys.stderr)
+        DOC_PATHS[args.tier].write_text(text)
+        print(f"wrote {DOC_PATHS[args.tier]}", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return 0

@@ -17,6 +17,11 @@ Deliberate differences from the original, each where its behaviour was an accide
   `Content-Length`, or the bytes read so far of a chunked body), so a program cannot make the service buffer
   gigabytes; the original had no such limit of its own.
 
+Tiers. All of the above is the paper's tier (`tier="paper"`, the default), kept exactly as the paper's tasks
+were generated against. `tier="frontier"` serves the same service with the semantics real REST services have
+(paged listings, versioned writes, members as a sub-resource, bulk delete by filter): see
+`scenarios.session.frontier`. One instance serves one tier.
+
 Handlers are `async` and call SQLite directly: one client at a time talks to an instance (a test case's
 program), and each query takes microseconds, so a thread pool would only add latency.
 """
@@ -37,13 +42,17 @@ from pydantic import BaseModel, Field
 from scenarios.session import filters, store
 
 VERSION = "0.5.0"  # the original's version at the EvoMaster benchmark's snapshot (0.5.0-SNAPSHOT)
+TIERS = store.TIERS
+PAPER, FRONTIER = TIERS
+DESCRIPTION = "Stores JSON session data for a portal application, grouped by source and session type."
 
 SessionType = enum.Enum("SessionType", {t: t for t in store.SESSION_TYPES}, type=str)
 SessionType.__doc__ = "The eight session types; each is a separate collection."
 
 MAX_BODY_BYTES = 1024 * 1024  # session data is a small JSON object; a megabyte leaves ample room
 NO_BODY = (204, 304)  # statuses whose answers have no body
-_REASONS = {400: "Bad Request", 404: "Not Found", 409: "Conflict", 413: "Payload Too Large"}
+_REASONS = {400: "Bad Request", 404: "Not Found", 409: "Conflict", 412: "Precondition Failed",
+            413: "Payload Too Large", 428: "Precondition Required"}
 _DATA_BODY = {
     "required": True,
     "content": {"application/json": {"schema": {
@@ -52,15 +61,19 @@ _DATA_BODY = {
         "example": {"title": "my main portal session", "description": "this is an example"},
     }}},
 }
-_FILTER_BODY = {
-    "required": True,
-    "content": {"application/json": {"schema": {
-        "type": "object", "additionalProperties": True,
-        "description": "a MongoDB-style filter over the stored documents (fields `id`, `source`, `type`, "
-                       "`checksum`, `data.<path>`)",
-        "example": {"data.title": "my main portal session"},
-    }}},
-}
+def _filter_body(fields: str = "`id`, `source`, `type`, `checksum`, `data.<path>`") -> dict:
+    """The OpenAPI request body of a filter over the stored documents, whose `fields` a tier names."""
+    return {
+        "required": True,
+        "content": {"application/json": {"schema": {
+            "type": "object", "additionalProperties": True,
+            "description": f"a MongoDB-style filter over the stored documents (fields {fields})",
+            "example": {"data.title": "my main portal session"},
+        }}},
+    }
+
+
+_FILTER_BODY = _filter_body()
 
 
 class SessionId(BaseModel):
@@ -193,14 +206,21 @@ class CallLog:
         await self.app(scope, receive_logged, send_logged)
 
 
-def create_app(db_path: str, log_calls: bool = False) -> FastAPI:
+def create_app(db_path: str, log_calls: bool = False, tier: str = PAPER) -> FastAPI:
     """The app over one database file (created when missing); with `log_calls`, every answered request is kept in
-    the database's call log (`CallLog`: the sandbox reads a test case's API calls from it)."""
+    the database's call log (`CallLog`: the sandbox reads a test case's API calls from it). `tier`: "paper" (the
+    API the paper's tasks call) or "frontier" (the same service with paging, versions, members and bulk delete,
+    `scenarios.session.frontier`)."""
+    if tier not in TIERS:
+        raise ValueError(f"unknown session service tier {tier!r}: use one of {', '.join(TIERS)}")
+    frontier = None
+    if tier == FRONTIER:
+        from scenarios.session import frontier
     conn: sqlite3.Connection = store.connect(db_path)
     app = FastAPI(
         title="Session Service",
         version=VERSION,
-        description="Stores JSON session data for a portal application, grouped by source and session type.",
+        description=frontier.DESCRIPTION if frontier else DESCRIPTION,
         openapi_tags=[{"name": "sessions"}, {"name": "info"}],
     )
     app.state.db_path = db_path
@@ -225,6 +245,8 @@ def create_app(db_path: str, log_calls: bool = False) -> FastAPI:
                 messages.append("valid types are: " + ", ".join(store.SESSION_TYPES))
             elif loc[:1] == ("query",) and err.get("type") == "missing":
                 messages.append(f"Required request parameter '{loc[-1]}' is not present")
+            elif frontier and loc[:1] == ("query",) and loc[-1] in frontier.PARAMETER_RULES:
+                messages.append(frontier.PARAMETER_RULES[loc[-1]])
             else:
                 messages.append(f"{'.'.join(map(str, loc))}: {err.get('msg')}")
         body = {"status": 400, "error": "Bad Request", "message": "; ".join(messages), "path": request.url.path}
@@ -246,6 +268,22 @@ def create_app(db_path: str, log_calls: bool = False) -> FastAPI:
             raise ServiceError(400, f"source has a minimum length of {store.MIN_SOURCE_LENGTH};")
         id_, created = store.add_session(conn, source, type.value, data)
         return _json({"id": id_}, status=201 if created else 200)
+
+    if frontier:
+        frontier.add_routes(app, conn)
+    else:
+        _paper_routes(app, conn)
+
+    @app.get("/info", tags=["info"], summary="Service version", response_class=PlainTextResponse,
+             description="The service's version, as plain text.")
+    async def info():
+        return PlainTextResponse(VERSION)
+
+    return app
+
+
+def _paper_routes(app: FastAPI, conn: sqlite3.Connection) -> None:
+    """The paper tier's listings, queries, reads and writes of one session: whole lists, unconditional writes."""
 
     @app.get("/api/sessions/{source}/{type}", response_model=list[Session], tags=["sessions"],
              summary="List sessions", responses={400: _error(_BAD_TYPE)},
@@ -322,13 +360,6 @@ def create_app(db_path: str, log_calls: bool = False) -> FastAPI:
         if not store.delete_session(conn, source, type.value, id):
             raise _not_found()
         return Response(status_code=204)
-
-    @app.get("/info", tags=["info"], summary="Service version", response_class=PlainTextResponse,
-             description="The service's version, as plain text.")
-    async def info():
-        return PlainTextResponse(VERSION)
-
-    return app
 
 
 def _without_422(app: FastAPI) -> None:

@@ -1,9 +1,14 @@
-"""The model-facing documentation (`api_doc.md`), generated from the service's own OpenAPI document.
+"""The model-facing documentation (`api_doc.md`, and `api_doc_frontier.md` for the frontier tier), generated
+from the service's own OpenAPI document.
 
 The endpoint reference is rendered from `create_app(...).openapi()`, so what the model reads is what the app
 serves at /openapi.json; the surrounding text (how the setup block connects, the data used in this benchmark,
-RESULT and checking) is fixed here. `python -m scenarios.session api-doc --write` regenerates the checked-in
-file, and a test fails when the two differ.
+RESULT and checking) is fixed here. `python -m scenarios.session api-doc [--tier frontier] --write` regenerates
+the checked-in file, and a test fails when the two differ.
+
+The paper tier's doc ends with ready-made `requests` lines, one per call its tasks make (the paper's setting). The
+frontier doc has none: it is a reference, stating each semantic once (in the OpenAPI's description and its
+endpoints), and writing the program is the task.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from urllib.parse import quote
 from scenarios.calling import ToolSpec
 
 DOC_PATH = Path(__file__).with_name("api_doc.md")
+DOC_PATHS = {"paper": DOC_PATH, "frontier": Path(__file__).with_name("api_doc_frontier.md")}
 DEFAULT_DESCRIPTION = "Successful Response"  # what FastAPI calls an endpoint's own success response
 
 INTRO = """\
@@ -38,14 +44,16 @@ The service already holds some sessions when your code starts. Sessions are grou
 listing, a query or an id only reaches sessions of the source and type in its path.
 """
 
-USAGE = """\
+DATA = """\
 ## Session data in these tasks
 
 Every session's `data` is a JSON object with a `title` (string), a `description` (string), an `owner` (an
 e-mail address) and `members` (a list of e-mail addresses). Edit data locally by building a new dict, e.g.
 `{**data1, "owner": email1}` or `{**data1, "members": data1["members"] + [email1]}`; do not modify a dict the
 task still refers to under its old name.
+"""
 
+CALLS = """\
 ## The calls, with `requests`
 
 `s` is a source variable, `T` a session type, `d` a data dict, `i` an id, `F` a field path, `v` a value:
@@ -65,7 +73,14 @@ keep `.status_code`.
 Lists of sessions are kept exactly as the service returns them (a list of `{"id", "data", "source", "type"}`
 objects, oldest first). "The first/second/last session in a list" means index `0`, `1`, `-1`. Ids are made
 by the service: use the ids it returns, never invent one.
+"""
 
+FRONTIER_SESSIONS = """\
+Sessions are kept exactly as the service returns them (`{"id", "data", "source", "type", "version"}`
+objects). Ids are made by the service: use the ids it returns, never invent one.
+"""
+
+CHECKS = """\
 ## RESULT
 
 End your program by assigning the variable `RESULT`: a Python list of the values the task asks for, in the
@@ -76,10 +91,16 @@ order it names them. When the task branches, set `RESULT` in both branches.
 Your code runs in a fresh process for every test case (one per branch of the task), against a service reset to
 the same initial sessions. Two things must match the reference solution: `RESULT`, compared as plain JSON
 (lists, dicts, strings, numbers), and every session stored in the service after your code ends (all sources
-and types: ids, data, source and type). A missing `RESULT`, an exception, or a program that runs longer than
-the time limit fails the test case. Extra read-only requests do no harm; an add, update or delete the task
+and types: {fields}). A missing `RESULT`, an exception, or a program that runs longer than
+the time limit fails the test case. Extra read-only requests do no harm; {writes} the task
 does not ask for leaves the stored sessions different and fails the test case.
 """
+
+# What follows the endpoint reference, per tier.
+USAGE = "\n".join([DATA, CALLS, CHECKS.format(fields="ids, data, source and type", writes="an add, update or delete")])
+FRONTIER_USAGE = "\n".join([DATA + "\n" + FRONTIER_SESSIONS,
+                            CHECKS.format(fields="ids, data, source, type and version", writes="a write")])
+USAGES = {"paper": USAGE, "frontier": FRONTIER_USAGE}
 
 
 def _resolve(schema: dict, spec: dict) -> dict:
@@ -102,6 +123,8 @@ def _shape(schema: dict, spec: dict) -> str:
         return "{" + fields + "}"
     if schema.get("type") == "object":
         return "JSON object"
+    if "anyOf" in schema:
+        return " or ".join(_shape(s, spec) for s in schema["anyOf"])
     return schema.get("type", "any")
 
 
@@ -143,12 +166,14 @@ def _shared_parameters(spec: dict) -> dict[str, str]:
     return {name: next(iter(d)) for name, d in seen.items() if len(d) == 1}
 
 
-def render_api_doc(spec: dict | None = None) -> str:
-    """The markdown shown to models, from `spec` (default: the app's own OpenAPI document)."""
+def render_api_doc(spec: dict | None = None, tier: str = "paper") -> str:
+    """The markdown shown to models on `tier`, from `spec` (default: the OpenAPI document of that tier's app)."""
+    if tier not in USAGES:
+        raise ValueError(f"unknown session service tier {tier!r}: use one of {', '.join(USAGES)}")
     if spec is None:
         from scenarios.session.app import create_app
 
-        spec = create_app(":memory:").openapi()
+        spec = create_app(":memory:", tier=tier).openapi()
     types = spec["components"]["schemas"]["SessionType"]["enum"]
     session = spec["components"]["schemas"]["Session"]
     errors = spec["components"]["schemas"]["ErrorBody"]
@@ -166,7 +191,7 @@ def render_api_doc(spec: dict | None = None) -> str:
     for path, ops in spec["paths"].items():
         for method, op in ops.items():
             lines += _operation(method, path, op, spec, shared)
-    lines.append(USAGE)
+    lines.append(USAGES[tier])
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -175,7 +200,8 @@ def render_api_doc(spec: dict | None = None) -> str:
 
 @dataclass(frozen=True)
 class Operation:
-    """One endpoint of the OpenAPI document as a tool: its path and query parameters, and a JSON body as `body`."""
+    """One endpoint of the OpenAPI document as a tool: its path, query and header parameters, and a JSON body as
+    `body`."""
 
     tool: str
     method: str
@@ -184,6 +210,7 @@ class Operation:
     query_params: tuple[str, ...]
     has_body: bool
     spec: ToolSpec
+    header_params: tuple[str, ...] = ()  # the frontier tier's If-Match
 
     def url(self, arguments: dict) -> str:
         path = self.path
@@ -214,12 +241,12 @@ def operations(spec: dict | None = None) -> list[Operation]:
     out = []
     for path, ops in spec["paths"].items():
         for method, op in ops.items():
-            props, required, path_params, query_params = {}, [], [], []
+            props, required, path_params, query_params, header_params = {}, [], [], [], []
             for p in op.get("parameters", []):
                 schema = dict(_resolve(p.get("schema", {}), spec))
                 schema = {k: v for k, v in schema.items() if k in ("type", "enum")}
                 props[p["name"]] = {**schema, "description": p.get("description", "")}
-                (path_params if p["in"] == "path" else query_params).append(p["name"])
+                {"path": path_params, "header": header_params}.get(p["in"], query_params).append(p["name"])
                 if p.get("required"):
                     required.append(p["name"])
             body = op.get("requestBody")
@@ -232,5 +259,6 @@ def operations(spec: dict | None = None) -> list[Operation]:
                            + ' Answers {"status": HTTP status code, "body": the JSON answer or null}.')
             tool = ToolSpec(name, description, {"type": "object", "properties": props, "required": required},
                             ("body",) if body else ())
-            out.append(Operation(name, method, path, tuple(path_params), tuple(query_params), bool(body), tool))
+            out.append(Operation(name, method, path, tuple(path_params), tuple(query_params), bool(body), tool,
+                                 tuple(header_params)))
     return out

@@ -50,10 +50,12 @@ def default_db() -> Path:
 
 
 def serve(host: str = "127.0.0.1", port: int = 18080, db: str | None = None, fd: int | None = None,
-          exit_with_parent: bool | int = False, log_level: str = "info", log_calls: bool = False) -> None:
+          exit_with_parent: bool | int = False, log_level: str = "info", log_calls: bool = False,
+          tier: str = "paper") -> None:
     """Run the service until interrupted (or until the parent exits, with `exit_with_parent`: True, or the parent's
     pid, which closes the moment between the parent's start of this process and this call); `db` defaults to
-    `default_db()`; `log_calls`: keep every answered request in the database (see `app.CallLog`)."""
+    `default_db()`; `log_calls`: keep every answered request in the database (see `app.CallLog`); `tier`: "paper"
+    or "frontier" (see `app.create_app`)."""
     if exit_with_parent:  # first: a worker killed while this imports FastAPI must not leave it running
         _die_with_parent(os.getppid() if exit_with_parent is True else exit_with_parent)
     if fd is not None:
@@ -62,7 +64,7 @@ def serve(host: str = "127.0.0.1", port: int = 18080, db: str | None = None, fd:
 
     from scenarios.session.app import create_app
 
-    app = create_app(db or str(default_db()), log_calls)
+    app = create_app(db or str(default_db()), log_calls, tier)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=log_level == "debug",
                             lifespan="off", timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)
@@ -152,11 +154,17 @@ def _listening_socket(host: str = "127.0.0.1") -> socket.socket:
 
 
 class ServiceProcess:
-    """One service instance on a free loopback port, with its own database file."""
+    """One service instance on a free loopback port, with its own database file, serving one tier ("paper" or
+    "frontier", see `app.create_app`)."""
 
-    def __init__(self, db_path: str, log_path: str | None = None):
+    def __init__(self, db_path: str, log_path: str | None = None, tier: str = "paper"):
+        from scenarios.session.store import TIERS  # not from app: a sandbox worker never imports FastAPI
+
+        if tier not in TIERS:
+            raise ValueError(f"unknown session service tier {tier!r}: use one of {', '.join(TIERS)}")
         self.db_path = db_path
         self.log_path = log_path or os.devnull
+        self.tier = tier
         self.proc: subprocess.Popen | None = None
         self.port = 0
 
@@ -176,7 +184,8 @@ class ServiceProcess:
             with open(self.log_path, "ab") as log:
                 self.proc = subprocess.Popen(
                     [sys.executable, "-m", "scenarios.session", "serve", "--fd", str(fd), "--db", self.db_path,
-                     "--exit-with-parent", "--parent", str(os.getpid()), "--log-level", "warning", "--log-calls"],
+                     "--exit-with-parent", "--parent", str(os.getpid()), "--log-level", "warning", "--log-calls",
+                     *(["--tier", self.tier] if self.tier != "paper" else [])],
                     pass_fds=(fd,), stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
                 )
             limit = MEMORY_LIMIT_MB * 1024 * 1024

@@ -160,9 +160,10 @@ class SessionWorld(World):
         if missing:
             raise ValueError(f"missing path parameter(s) {', '.join(missing)}")
         query = {p: arguments[p] for p in op.query_params if p in arguments}
+        headers = {p: str(arguments[p]) for p in op.header_params if p in arguments}
         body = arguments.get("body") if op.has_body else None
         response = requests.request(op.method, namespace["service_url"]() + op.url(arguments), params=query or None,
-                                    json=body, timeout=SETTLE_TIMEOUT_S * 5)
+                                    json=body, headers=headers or None, timeout=SETTLE_TIMEOUT_S * 5)
         return {"status": response.status_code, "body": _json_or_text(response)}
 
     def trace_as_tools(self, namespace: dict, tracer: Tracer) -> None:

@@ -10,6 +10,14 @@ from evaluate.sandbox import Sandbox
 from tests.conftest import SMALL
 
 
+@pytest.fixture(autouse=True)
+def _no_proxy(monkeypatch):
+    """Loopback calls (the session service's) must not go through a proxy from the environment (sandbox workers
+    drop these too)."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture(scope="module")
 def sandbox():
     with Sandbox(2) as box:

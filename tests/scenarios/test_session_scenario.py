@@ -32,13 +32,6 @@ SERVICE_APIS = {"list_sessions", "add_session", "query_sessions", "update_sessio
 MUTATION = re.compile(r"^\s*(status\d+) = requests\.(put|delete)\(")
 
 
-@pytest.fixture(autouse=True)
-def _no_proxy(monkeypatch):
-    """Loopback calls must not go through a proxy from the environment (sandbox workers drop these too)."""
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(name, raising=False)
-
-
 @pytest.fixture(scope="module")
 def scenario():
     return get_scenario("session")

@@ -24,13 +24,6 @@ ROOT = Path(__file__).resolve().parents[2]
 ID_CHARS = set("0123456789abcdef")
 
 
-@pytest.fixture(autouse=True)
-def _no_proxy(monkeypatch):
-    """Loopback calls must not go through a proxy from the environment (sandbox workers drop these too)."""
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(name, raising=False)
-
-
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
     db = str(tmp_path_factory.mktemp("session-service") / "sessions.sqlite3")
