@@ -160,9 +160,10 @@ def _not_found() -> ServiceError:
 class CallLog:
     """ASGI middleware that keeps every answered request in the database's call log (`store.log_call`): method,
     route template, path and query parameters, body, status and answer, as the service saw them, so the log holds
-    what any HTTP client sent. The row is written before the client can have the whole answer (before its last
-    byte, or with the status line of an answer without a body, which a client takes as complete at once: a 204,
-    an empty 200), so a client that has its answer finds its request logged."""
+    what any HTTP client sent, with the `If-Match` header when there is one (the first, as the frontier tier reads
+    it): the one header that decides what a request does. The row is written before the client can have the whole
+    answer (before its last byte, or with the status line of an answer without a body, which a client takes as
+    complete at once: a 204, an empty 200), so a client that has its answer finds its request logged."""
 
     def __init__(self, app, conn: sqlite3.Connection):
         self.app, self.conn = app, conn
@@ -180,14 +181,18 @@ class CallLog:
 
         def log() -> None:
             route = scope.get("route")
-            store.log_call(self.conn, {
+            call = {
                 "method": scope["method"], "path": scope["path"], "route": getattr(route, "path", None),
                 "params": dict(scope.get("path_params") or {}),
                 "query": [list(kv) for kv in parse_qsl(scope.get("query_string", b"").decode("latin-1"),
                                                        keep_blank_values=True)],
                 "body": body.decode("utf-8", "replace"), "status": status[0],
                 "answer": answer.decode("utf-8", "replace"),
-            })
+            }
+            if_match = next((v for k, v in scope.get("headers") or () if k == b"if-match"), None)
+            if if_match is not None:  # only when sent: the log of a request without one is as it always was
+                call["if_match"] = if_match.decode("latin-1")
+            store.log_call(self.conn, call)
             logged[0] = True
 
         async def send_logged(message):

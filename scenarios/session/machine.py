@@ -30,7 +30,7 @@ from scenarios.base import (
 )
 from scenarios.session import words
 from scenarios.session.filters import compile_filter
-from scenarios.session.store import canonical
+from scenarios.session.store import asset_data, canonical, parse_asset
 
 SOURCE, DATA, EMAIL, SESSIONS, SID, STATUS = "source", "data", "email", "sessions", "sid", "status"
 PEOPLE_PER_TASK = 5
@@ -876,12 +876,12 @@ class SessionScenario(Scenario):
 
     def scratch_assets(self, assets, rng):
         """The stored sessions with new people, titles, descriptions and ids, in the same collections (sources and
-        types kept, so the setup block's sources reach sessions there too)."""
+        types kept, so the setup block's sources reach sessions there too), on the same tier (versions kept)."""
         renamed = _Renaming(rng, State())
         out = []
         for a in assets:
-            stored = json.loads(bytes(a["data"]))
+            tier, stored = parse_asset(bytes(a["data"]))
             for record in stored:
                 record.update(id=f"{rng.getrandbits(96):024x}", data=renamed.data(record["data"]))
-            out.append({**a, "data": canonical_json(stored).encode()})
+            out.append({**a, "data": asset_data(stored, tier)})
         return out

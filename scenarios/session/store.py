@@ -45,6 +45,7 @@ SESSION_TYPES = (
 MIN_SOURCE_LENGTH = 3
 # The service's tiers (`app.create_app`): both store the same rows; the frontier's answers and snapshot show versions.
 TIERS = ("paper", "frontier")
+PAPER, FRONTIER = TIERS
 ID_LENGTH = 24  # hex digits, as a MongoDB ObjectId
 
 _SCHEMA = """
@@ -305,6 +306,24 @@ def change_members(conn: sqlite3.Connection, source: str, type_: str, id_: str, 
 
 
 # ------------------------------------------------------------------------------- used by the sandbox world
+
+
+def parse_asset(raw: bytes) -> tuple[str, list[dict]]:
+    """The tier and the stored sessions of a test case's "sessions" asset. A JSON list is the paper tier's (how every
+    paper task stores them, kept so those bytes never change); a JSON object `{"tier": ..., "sessions": [...]}` names
+    its tier, so that a test case alone says which service it runs against."""
+    value = json.loads(raw)
+    if isinstance(value, list):
+        return PAPER, value
+    if not isinstance(value, dict) or value.get("tier") not in TIERS or not isinstance(value.get("sessions"), list):
+        raise ValueError(f"a sessions asset is a JSON list, or an object with a tier ({', '.join(TIERS)}) and a list "
+                         f"of sessions")
+    return value["tier"], value["sessions"]
+
+
+def asset_data(sessions: list[dict], tier: str = PAPER) -> bytes:
+    """A "sessions" asset as `parse_asset` reads it: the bare list on the paper tier, the object on another."""
+    return canonical(sessions if tier == PAPER else {"tier": tier, "sessions": sessions}).encode()
 
 
 def reset(conn: sqlite3.Connection, sessions: Iterable[dict], salt: str) -> None:

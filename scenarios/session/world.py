@@ -1,9 +1,15 @@
-"""The session world: one session service per sandbox worker, reset before every test case.
+"""The session world: one session service per tier per sandbox worker, reset before every test case.
 
-Life cycle (see `evaluate.worker`): the worker creates this world once, which starts the service as a separate
-process on a free loopback port with its own SQLite file; `reset(case)` runs in the worker before the fork,
-`namespace(case)` gives the forked child `service_url()` (what the setup block's `BASE_URL = service_url()`
+Life cycle (see `evaluate.worker`): the worker creates this world once, which starts the paper tier's service as a
+separate process on a free loopback port with its own SQLite file; `reset(case)` runs in the worker before the
+fork, `namespace(case)` gives the forked child `service_url()` (what the setup block's `BASE_URL = service_url()`
 calls), and `snapshot()` runs in the worker after the child has exited.
+
+Tiers. A test case's stored sessions say which tier of the service it runs against (`store.parse_asset`). The
+frontier tier's service (`scenarios.session.frontier`) is a second process with a file of its own, started at the
+first frontier test case a worker meets, so a worker that serves only paper tasks never starts it. Every method
+below acts on the service of the tier of the test case last reset; the other one waits, idle, until a test case
+of its tier comes (its `reset` then settles or restarts it as for any test case).
 
 Why reset and snapshot open the database file instead of calling the service: a private admin route would sit
 on the same port as the public API, so the untrusted program could call it too and rewrite the stored state
@@ -26,8 +32,9 @@ import hashlib
 import json
 import os
 import shutil
+import sqlite3
 import tempfile
-
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import requests  # imported once here so that every forked child finds it loaded
@@ -39,22 +46,23 @@ from scenarios.session.doc import operations
 from scenarios.session.server import ServiceProcess
 from scenarios.trace import raw_call
 
-ASSET_KIND = "sessions"
+ASSET_KIND = "sessions"  # the asset of stored sessions (`store.parse_asset`)
 # How long the previous test case's requests may keep the service busy before it is restarted instead. A
 # correct program's requests are all answered before it ends, so only a hostile or runaway one waits this long.
 SETTLE_TIMEOUT_S = 2.0
 
 
-def _sessions_asset(case: dict) -> bytes:
-    for a in case.get("assets", []):
-        if a["kind"] == ASSET_KIND:
-            return bytes(a["data"])
-    return b"[]"
+def _stored(case: dict) -> tuple[str, list[dict], str]:
+    """The test case's tier, its stored sessions, and the salt of its ids: a hash of the asset's bytes."""
+    raw = next((bytes(a["data"]) for a in case.get("assets", []) if a["kind"] == ASSET_KIND), b"[]")
+    tier, sessions = store.parse_asset(raw)
+    return tier, sessions, hashlib.sha256(raw).hexdigest()[:32]
 
 
 # Arguments that name where a call goes rather than data it carries: a session type, a queried field.
 OPTIONS = frozenset({"type", "field"})
 ERROR_STATUS = 400  # an answer from this status up is a refused call: the trace records it as an error
+IF_MATCH = "If-Match"  # a call's argument, as the frontier OpenAPI names the header (and so its tools do)
 
 
 def _parsed(text: str):
@@ -70,11 +78,14 @@ def _parsed(text: str):
 def service_call(logged: dict) -> dict:
     """One logged request as a raw call (`scenarios.trace.raw_call`): the API is the method and the route
     template (`PUT /api/sessions/{source}/{type}/{id}`; the path itself when no route matched), the arguments are
-    the path and query parameters and the body, the result is the status and the answer."""
+    the path and query parameters, the `If-Match` header when one was sent (a frontier write's precondition) and the
+    body, the result is the status and the answer."""
     api = f"{logged['method']} {logged.get('route') or logged['path']}"
     args = dict(logged.get("params") or {})
     for key, value in logged.get("query") or []:
         args.setdefault(key, value)
+    if "if_match" in logged:
+        args[IF_MATCH] = logged["if_match"]
     body = _parsed(logged.get("body") or "")
     if body is not None:
         args["body"] = body
@@ -83,32 +94,68 @@ def service_call(logged: dict) -> dict:
     return raw_call(api, args, OPTIONS, result, f"HTTP {status}" if status >= ERROR_STATUS else None)
 
 
+@dataclass
+class _Backend:
+    """One tier's service and the worker's own connection to its database file."""
+
+    service: ServiceProcess
+    conn: sqlite3.Connection
+
+
 class SessionWorld(World):
     def __init__(self) -> None:
         self._dir = tempfile.mkdtemp(prefix="stateeval-session-")  # mode 0700
-        self.db_path = os.path.join(self._dir, "sessions.sqlite3")
-        self._conn = store.connect(self.db_path)
-        self.service = ServiceProcess(self.db_path, os.path.join(self._dir, "service.log")).start()
+        self._backends: dict[str, _Backend] = {}
+        self.tier = store.PAPER
+        self._backend(store.PAPER)
+
+    def _backend(self, tier: str) -> _Backend:
+        """The tier's service and connection, started at the first call for it."""
+        if tier not in self._backends:
+            suffix = "" if tier == store.PAPER else f"-{tier}"
+            db_path = os.path.join(self._dir, f"sessions{suffix}.sqlite3")
+            conn = store.connect(db_path)
+            try:
+                service = ServiceProcess(db_path, os.path.join(self._dir, f"service{suffix}.log"), tier).start()
+            except BaseException:
+                conn.close()
+                raise
+            self._backends[tier] = _Backend(service, conn)
+        return self._backends[tier]
+
+    @property
+    def service(self) -> ServiceProcess:
+        """The service of the current test case's tier."""
+        return self._backends[self.tier].service
+
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        return self._backends[self.tier].conn
 
     def reset(self, case: dict) -> None:
-        if not self.service.alive:  # a program killed it, or it crashed: give the next test case a fresh one
-            self.service.start()
-        elif not self.service.settle(SETTLE_TIMEOUT_S):  # still busy with an earlier program's requests
-            self.service.restart()
-        self._load(case)
+        tier, sessions, salt = _stored(case)
+        service = self._backend(tier).service
+        self.tier = tier
+        if not service.alive:  # a program killed it, or it crashed: give the next test case a fresh one
+            service.start()
+        elif not service.settle(SETTLE_TIMEOUT_S):  # still busy with an earlier program's requests
+            service.restart()
+        store.reset(self._conn, sessions, salt)
 
     def intact(self) -> bool:
         """The service is restarted only by `reset`, before a job: still listening after it, it lived through the
-        whole job."""
+        whole job. (The other tier's service is none of this job's: its next test case's `reset` restarts it.)"""
         return self.service.listening()
 
     def reset_between(self, case: dict) -> bool:
         """The stored sessions only, without waiting for the service to settle: the programs of a batch are the
         builder's mutants of a reference, whose requests (`requests`, synchronous) have all been answered, so
-        written, when the program returns. A service that died cannot be restarted on the child's address."""
-        if not self.service.alive:
+        written, when the program returns. A service that died cannot be restarted on the child's address, and a
+        test case of the other tier is on another address too."""
+        tier, sessions, salt = _stored(case)
+        if tier != self.tier or not self.service.alive:
             return False
-        self._load(case)
+        store.reset(self._conn, sessions, salt)
         return True
 
     def save(self):
@@ -120,11 +167,6 @@ class SessionWorld(World):
             return False
         store.load(self._conn, saved)
         return True
-
-    def _load(self, case: dict) -> None:
-        raw = _sessions_asset(case)
-        salt = hashlib.sha256(raw).hexdigest()[:32]
-        store.reset(self._conn, json.loads(raw), salt)
 
     def namespace(self, case: dict) -> dict:
         url = self.service.url
@@ -141,14 +183,22 @@ class SessionWorld(World):
         return [service_call(c) for c in store.calls(self._conn)]
 
     def snapshot(self, recorded):
-        return store.snapshot(self._conn)
+        """The stored sessions; with their versions on a tier whose writes count them (a program's If-Match
+        writes change them, so the oracle compares them)."""
+        return store.snapshot(self._conn, versions=self.tier != store.PAPER)
 
     # ---- tool calling (`--mode tools`): each endpoint of the OpenAPI document is a tool
 
     def _operations(self) -> dict:
+        """The current tier's endpoints by tool name. Every tier's are built at the first call: the worker builds
+        them before the reset that says which tier its job is on (`evaluate.worker.Runner.run_job`), so that no
+        child has to (a child's copy of the world would build them for itself alone)."""
         if not hasattr(self, "_ops"):
-            self._ops = {op.tool: op for op in operations()}
-        return self._ops
+            from scenarios.session.app import create_app
+
+            self._ops = {tier: {op.tool: op for op in operations(create_app(":memory:", tier=tier).openapi())}
+                         for tier in store.TIERS}
+        return self._ops[self.tier]
 
     def tools(self) -> Tools:
         return Tools({name: op.spec for name, op in self._operations().items()}, self._call, self.canonical,
@@ -167,7 +217,8 @@ class SessionWorld(World):
         return {"status": response.status_code, "body": _json_or_text(response)}
 
     def trace_as_tools(self, namespace: dict, tracer: Tracer) -> None:
-        """The reference's `requests` calls, matched to the endpoint their URL and method name."""
+        """The reference's `requests` calls, matched to the endpoint their URL and method name; the headers the
+        endpoint takes (the frontier's If-Match) are among the call's arguments when the program sent them."""
         ops = sorted(self._operations().values(), key=lambda op: len(op.path_params))  # `/query` before `/{id}`
         for method in ("get", "post", "put", "delete"):
             original = getattr(requests, method)
@@ -179,6 +230,8 @@ class SessionWorld(World):
                     m = op.pattern().fullmatch(path)
                     if op.method == _method and m:
                         args = {**m.groupdict(), **(params or {})}
+                        sent = {k.lower(): v for k, v in (kwargs.get("headers") or {}).items()}
+                        args.update({h: sent[h.lower()] for h in op.header_params if h.lower() in sent})
                         if op.has_body:
                             args["body"] = json
                         tracer.record(op.spec, args, {"status": response.status_code,
@@ -193,8 +246,9 @@ class SessionWorld(World):
     def close(self) -> None:
         # At once, not gracefully: the database goes next, and a service kept busy by the last program would make
         # the worker outlast the harness's patience when it stops (then it is killed before it cleans up).
-        self.service.kill()
-        self._conn.close()
+        for backend in self._backends.values():
+            backend.service.kill()
+            backend.conn.close()
         shutil.rmtree(self._dir, ignore_errors=True)
 
 
