@@ -22,7 +22,6 @@ reported as infra_error, outside every rate, and the command exits with code 3: 
 from __future__ import annotations
 
 import argparse
-import errno
 import sys
 
 from evaluate.arguments import INCOMPLETE, INTERRUPTED, Parser, at_least_one, positive_seconds, price
@@ -130,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     from evaluate.models import BackendError, UnknownModel
     from evaluate.run import format_table, format_usage, resume_note, run
     from evaluate.runlock import RunFolderError
-    from evaluate.sandbox import SandboxFault
+    from evaluate.sandbox import DISK_FULL, SandboxFault
 
     try:
         report = run(config)
@@ -141,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"interrupted; {resume_note(config)}", file=sys.stderr)
         return INTERRUPTED
     except OSError as exc:  # writing the conversations or the report on a full disk
-        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+        if exc.errno not in DISK_FULL:
             raise
         print(f"error: cannot write {exc.filename or config.out}: {exc.strerror}; free some space there, then run "
               f"the same command again ({resume_note(config)})", file=sys.stderr)

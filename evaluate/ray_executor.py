@@ -76,9 +76,7 @@ class _Slot:
         return self.worker
 
     def _release(self, worker: _Worker) -> None:
-        if not worker.alive:  # lost: remove what it left (its folders), as the local pool does
-            worker.close()
-            tempdirs.sweep()
+        worker.reap()  # a lost one leaves nothing behind, as in the local pool
 
     def close(self, kill: bool = False) -> None:
         self.stopping = True

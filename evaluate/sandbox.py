@@ -239,6 +239,15 @@ class _Worker:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def reap(self) -> bool:
+        """Whether the worker is alive; if not, close it and remove what it left (its test case's folder, its
+        worlds' files: `tempdirs.sweep`), as whoever replaces a lost worker must."""
+        if self.alive:
+            return True
+        self.close()
+        tempdirs.sweep()
+        return False
+
     def close(self, kill: bool = False) -> None:
         """Stop the worker (asking it to finish first unless `kill`); if it did not end cleanly, kill its uid.
 
@@ -292,10 +301,10 @@ class NoVerdict(SandboxFault):
 
 def require_verdicts(outcomes: list[Outcome]) -> list[Outcome]:
     """`outcomes`, unless one is INFRA_ERROR: then `NoVerdict`, naming how many and the last error."""
-    lost_ = [o for o in outcomes if o.status == INFRA_ERROR]
-    if lost_:
-        raise NoVerdict(f"{len(lost_)} sandbox job(s) got no verdict, their workers lost {RETRIES + 1} times each "
-                        f"({lost_[0].error}); is this machine short of memory? Run the same command again to go on "
+    unscored = [o for o in outcomes if o.status == INFRA_ERROR]
+    if unscored:
+        raise NoVerdict(f"{len(unscored)} sandbox job(s) got no verdict, their workers lost {RETRIES + 1} times each "
+                        f"({unscored[0].error}); is this machine short of memory? Run the same command again to go on "
                         "from what is done")
     return outcomes
 
@@ -461,11 +470,8 @@ class Sandbox(Executor):
             return worker
 
     def _release(self, worker: _Worker) -> None:
-        if worker.alive:
+        if worker.reap():
             self._idle.put(worker)
-        else:  # what it left: its test case's folder, its session service's (`tempdirs`)
-            worker.close()
-            tempdirs.sweep()
 
     def run_untrusted(self, jobs: Iterable[Job], desc: str | None = None) -> list[Outcome]:
         if self._stopping.is_set():
