@@ -120,11 +120,16 @@ class Conversation:
 
 
 @functools.lru_cache(maxsize=None)
-def tool_specs(scenario: str, mode: str) -> tuple[ToolSpec, ...]:
-    """The tools a conversation offers: the scenario's APIs and submit_result (tools), or run_code (explore)."""
+def tool_specs(scenario: str, mode: str, tier: str = "paper") -> tuple[ToolSpec, ...]:
+    """The tools a conversation offers: the scenario's APIs on the task's tier and submit_result (tools), or
+    run_code (explore)."""
     if mode == TOOLS:
-        return (*get_scenario(scenario).tool_specs(), SUBMIT_SPEC)
+        return (*get_scenario(scenario).tool_specs(tier), SUBMIT_SPEC)
     return (RUN_CODE_SPEC,)
+
+
+def _tier(task) -> str:
+    return get_scenario(task.scenario).task_tier(task)
 
 
 def turn_key(c: Conversation, tools: list[dict], sampling: Sampling, model: str) -> str:
@@ -220,7 +225,7 @@ class Driver:
                               instruction=instruction.strip(), submit=SUBMIT)}]
 
     def _tools(self, c: Conversation) -> list[dict]:
-        return [s.to_openai() for s in tool_specs(c.task.scenario, self.mode)]
+        return [s.to_openai() for s in tool_specs(c.task.scenario, self.mode, _tier(c.task))]
 
     def _ask(self, active: list[Conversation]) -> dict[int, dict]:
         """Each conversation's next assistant message: from the cache where it holds the turn, else the backend."""
@@ -267,7 +272,7 @@ class Driver:
                 c.ended = "answered without a tool call"
                 c.answer = message.get("content")
                 continue
-            known = {s.name for s in tool_specs(c.task.scenario, self.mode)}
+            known = {s.name for s in tool_specs(c.task.scenario, self.mode, _tier(c.task))}
             new, submit = [], None
             for call in calls:
                 name = (call.get("function") or {}).get("name")

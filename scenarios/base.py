@@ -235,10 +235,15 @@ class Scenario(ABC):
     def api_doc(self) -> str:
         """The documentation shown to the model."""
 
-    def tool_specs(self) -> list:
-        """The APIs as tools (`scenarios.calling.ToolSpec`), from the definition the documentation comes from;
-        `--mode tools` adds `submit_result`. Light: the harness calls it."""
+    def tool_specs(self, tier: str = "paper") -> list:
+        """The APIs as tools (`scenarios.calling.ToolSpec`), from the definition the documentation comes from, on
+        the task's tier (`task_tier`); `--mode tools` adds `submit_result`. Light: the harness calls it."""
         raise NotImplementedError(f"the {self.name} scenario defines no tools")
+
+    def task_tier(self, task) -> str:
+        """The tier a task (a `evaluate.data.TaskRecord`) was built on, as its stored values say: "paper", or a
+        tier whose world serves more (the session service's frontier tier)."""
+        return "paper"
 
     def scratch_assets(self, assets: list[dict], rng: random.Random) -> list[dict]:
         """The stored values of a scratch world for `--mode explore`: the same names and schema as `assets` (a test

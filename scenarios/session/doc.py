@@ -25,7 +25,7 @@ DOC_PATH = Path(__file__).with_name("api_doc.md")
 DOC_PATHS = {"paper": DOC_PATH, "frontier": Path(__file__).with_name("api_doc_frontier.md")}
 DEFAULT_DESCRIPTION = "Successful Response"  # what FastAPI calls an endpoint's own success response
 
-INTRO = """\
+_HEAD = """\
 # Session Service API (HTTP, with `requests`)
 
 A real HTTP service that stores JSON "sessions" for portal applications (cBioPortal's session service). Your
@@ -35,6 +35,8 @@ code runs after the setup block, in the same module namespace. The setup block h
 - `BASE_URL`: the address of the running service for this test case (the setup block sets it with
   `BASE_URL = service_url()`; do not hard-code a host or port). Every path below is relative to it, e.g.
   `requests.get(f"{BASE_URL}/api/sessions/{src1}/group")`.
+"""
+INTRO = _HEAD + """\
 - the sources (`src1`, ...), session data dicts (`data1`, ...) and e-mail addresses (`email1`, ...) the task
   names;
 - `COND`, when the task branches: a constant that the condition compares against. Use the name, not its
@@ -42,6 +44,12 @@ code runs after the setup block, in the same module namespace. The setup block h
 
 The service already holds some sessions when your code starts. Sessions are grouped by source and type: a
 listing, a query or an id only reaches sessions of the source and type in its path.
+"""
+FRONTIER_INTRO = _HEAD + """\
+- the values the task names: sources (`src1`, ...), e-mail addresses (`email1`, ...), titles (`title1`, ...).
+
+The service already holds many sessions when your code starts, over several sources and types. Sessions are
+grouped by source and type: a listing, a query or an id only reaches sessions of the source and type in its path.
 """
 
 DATA = """\
@@ -96,11 +104,35 @@ the time limit fails the test case. Extra read-only requests do no harm; {writes
 does not ask for leaves the stored sessions different and fails the test case.
 """
 
+FRONTIER_CHECKS = """\
+## RESULT
+
+End your program by assigning the variable `RESULT`: a Python list of the values the task asks for, in the
+order it names them.
+
+## How your answer is checked
+
+Your code runs in a fresh process for every test case, each against a service that holds that test case's own
+sessions: other sources, people, titles, ids and versions, and collections of other sizes (none, one, exactly a
+page, more than a page). Two things must match the reference solution on every test case: `RESULT`, compared
+as plain JSON (lists, dicts, strings, numbers), and every session stored in the service after your code ends
+(all sources and types: ids, data, source, type and version). A missing `RESULT`, an exception, or a program that
+runs longer than the time limit fails the test case. Extra read-only requests do no harm; a write the task does
+not ask for leaves the stored sessions different and fails the test case.
+"""
+
 # What follows the endpoint reference, per tier.
 USAGE = "\n".join([DATA, CALLS, CHECKS.format(fields="ids, data, source and type", writes="an add, update or delete")])
-FRONTIER_USAGE = "\n".join([DATA + "\n" + FRONTIER_SESSIONS,
-                            CHECKS.format(fields="ids, data, source, type and version", writes="a write")])
+FRONTIER_DATA = """\
+## Session data in these tasks
+
+Every session's `data` is a JSON object with a `title` (string), a `description` (string), an `owner` (an
+e-mail address) and usually `members` (a list of e-mail addresses). Some sessions have no `members` field at
+all: such a session has no members (the members endpoints treat it as an empty list).
+"""
+FRONTIER_USAGE = "\n".join([FRONTIER_DATA + "\n" + FRONTIER_SESSIONS, FRONTIER_CHECKS])
 USAGES = {"paper": USAGE, "frontier": FRONTIER_USAGE}
+INTROS = {"paper": INTRO, "frontier": FRONTIER_INTRO}
 
 
 def _resolve(schema: dict, spec: dict) -> dict:
@@ -177,7 +209,7 @@ def render_api_doc(spec: dict | None = None, tier: str = "paper") -> str:
     types = spec["components"]["schemas"]["SessionType"]["enum"]
     session = spec["components"]["schemas"]["Session"]
     errors = spec["components"]["schemas"]["ErrorBody"]
-    lines = [INTRO, f"## Endpoints (OpenAPI {spec['openapi']}, {spec['info']['title']} {spec['info']['version']})",
+    lines = [INTROS[tier], f"## Endpoints (OpenAPI {spec['openapi']}, {spec['info']['title']} {spec['info']['version']})",
              "", spec["info"].get("description", ""), ""]
     lines.append("Session types (case sensitive; any other type answers 400): "
                  + ", ".join(f"`{t}`" for t in types) + ".")

@@ -866,13 +866,32 @@ class SessionScenario(Scenario):
         return ("The setup block sets `BASE_URL` to the address of the session service, which already holds "
                 f"some sessions, and defines {text}.")
 
-    def api_doc(self):
-        return Path(__file__).with_name("api_doc.md").read_text()
+    def api_doc(self, tier: str = "paper"):
+        from scenarios.session.doc import DOC_PATHS
 
-    def tool_specs(self):
+        return DOC_PATHS[tier].read_text()
+
+    def tool_specs(self, tier: str = "paper"):
         from scenarios.session.doc import operations
 
-        return [op.spec for op in operations()]
+        if tier == "paper":
+            return [op.spec for op in operations()]
+        from scenarios.session.app import create_app
+
+        return [op.spec for op in operations(create_app(":memory:", tier=tier).openapi())]
+
+    def task_tier(self, task):
+        """The tier its test cases' stored sessions name (`store.parse_asset`)."""
+        for asset in task.test_cases[0].assets:
+            if asset["name"] == ASSET:
+                return parse_asset(bytes(asset["data"]))[0]
+        return "paper"
+
+    def frontier_plan(self, rng):
+        """One program of the frontier tier (`scenarios/session/tasks.py`)."""
+        from scenarios.session.tasks import plan
+
+        return plan(self, rng)
 
     def scratch_assets(self, assets, rng):
         """The stored sessions with new people, titles, descriptions and ids, in the same collections (sources and

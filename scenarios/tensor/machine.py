@@ -427,7 +427,7 @@ class TensorScenario(Scenario):
     def api_doc(self):
         return (Path(__file__).with_name("api_doc.md")).read_text()
 
-    def tool_specs(self):
+    def tool_specs(self, tier="paper"):
         from scenarios.tensor.doc import tool_specs
 
         return tool_specs()

@@ -529,7 +529,7 @@ class VoiceScenario(Scenario):
     def api_doc(self):
         return Path(__file__).with_name("api_doc.md").read_text()
 
-    def tool_specs(self):
+    def tool_specs(self, tier="paper"):
         from scenarios.voice.server import tool_specs
 
         return tool_specs()
