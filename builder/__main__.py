@@ -65,6 +65,10 @@ def parse(argv: list[str] | None = None) -> tuple[BuildConfig, bool]:
     p.add_argument("--concurrency", type=at_least_one, default=d.concurrency,
                    help=f"translation requests in flight for an openai: translator (default {d.concurrency})")
     add_executor_options(p, d.executor, " for oracle capture")
+    p.add_argument("--tier", choices=("paper", "frontier"), default=d.tier,
+                   help="paper (default): the paper's programs, every call dictated; frontier: programs that must "
+                        "read the world (lookups, loops over paged listings, aggregates, recovery from stale "
+                        "writes) on a populated world (session only so far; --calls/--branches do not apply)")
     p.add_argument("--calls", type=int, default=d.calls_per_path, dest="calls_per_path",
                    help=f"API calls on every path through a program (default {d.calls_per_path})")
     p.add_argument("--branches", type=int, default=d.branches,
@@ -109,7 +113,7 @@ def parse(argv: list[str] | None = None) -> tuple[BuildConfig, bool]:
         p.error(f"unknown scenario(s) {unknown}; choose from {', '.join(scenario_names())}")
     try:
         return BuildConfig(
-            scenarios=names, n=a.n, seed=a.seed, out=a.out, translator=a.translator, workers=a.workers,
+            scenarios=names, n=a.n, seed=a.seed, tier=a.tier, out=a.out, translator=a.translator, workers=a.workers,
             executor=a.executor, ray_address=a.ray_address,
             base_url=a.base_url, max_rounds=a.max_rounds, concurrency=a.concurrency,
             calls_per_path=a.calls_per_path, branches=a.branches, branch_probability=a.branch_probability,

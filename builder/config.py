@@ -8,11 +8,14 @@ from dataclasses import asdict, dataclass, field
 
 from scenarios import scenario_names
 
+TIERS = ("paper", "frontier")
+
 
 @dataclass
 class BuildConfig:
     scenarios: list[str] = field(default_factory=scenario_names)
     n: int = 60  # programs fuzzed per scenario (tasks kept are at most this many)
+    tier: str = "paper"  # paper (the paper's programs) or frontier (programs that read the world: builder/frontier.py)
     seed: int = 0
     out: str = "stateeval"
     translator: str = "template"  # or openai:MODEL, vllm:MODEL, hf:PATH (generator + evaluator agents)
@@ -63,6 +66,18 @@ class BuildConfig:
 
         if problem := check_choice(self.executor, self.ray_address):
             raise ValueError(problem)
+        if self.tier not in TIERS:
+            raise ValueError(f"--tier must be one of {', '.join(TIERS)} (got {self.tier!r})")
+        if self.tier == "frontier":
+            from scenarios import get_scenario
+
+            lacking = [s for s in self.scenarios if not hasattr(get_scenario(s), "frontier_plan")]
+            if lacking:
+                raise ValueError(f"--tier frontier: the {', '.join(lacking)} scenario{'s have' if len(lacking) > 1 else ' has'} "
+                                 f"no frontier tier yet; build it with --scenarios session")
+            if self.translator != "template":
+                raise ValueError("--tier frontier words its tasks with the template translator only; "
+                                 "leave out --translator")
         if self.max_rounds < 1:
             raise ValueError("--max-rounds must be at least 1")
         if self.translator != "template":
@@ -81,6 +96,8 @@ class BuildConfig:
     def difficulty(self) -> dict:
         """The tier a build belongs to: scores on different tiers measure different tasks and are never ranked
         together. Recorded in MANIFEST.json's config and on the card."""
+        if self.tier == "frontier":
+            return {"tier": "frontier"}
         return {"calls": self.calls_per_path, "branches": self.branches,
                 "tier": f"calls-{self.calls_per_path}-branches-{self.branches}"}
 
@@ -88,6 +105,8 @@ class BuildConfig:
         """What MANIFEST.json records. Where the build ran is left out: it does not change a byte of the shards,
         and a cluster's address does not belong in a published dataset."""
         saved = {k: v for k, v in asdict(self).items() if k not in ("executor", "ray_address")}
+        if self.tier == "paper":  # a paper build's manifest stays what it was before tiers had names
+            del saved["tier"]
         return {**saved, "difficulty": self.difficulty()}
 
 

@@ -53,8 +53,9 @@ def render_card(manifest: dict, table1: str, report: dict | None = None) -> str:
 
     splits = "\n".join(f"  - split: {s}\n    path:{paths(s)}" for s in manifest["counts"])
     counts = "\n".join(f"| {s} | {n} |" for s, n in manifest["counts"].items())
+    config_name = "frontier" if manifest["config"].get("tier") == "frontier" else "default"  # the paper's: default
     values = {
-        "configs": f"configs:\n- config_name: default\n  data_files:\n{splits}",
+        "configs": f"configs:\n- config_name: {config_name}\n  data_files:\n{splits}",
         "counts_table": counts,
         "total": sum(manifest["counts"].values()),
         "seed": manifest["seed"],
@@ -74,6 +75,13 @@ def render_card(manifest: dict, table1: str, report: dict | None = None) -> str:
 def difficulty_line(config: dict) -> str:
     """The card's difficulty sentence, from the build's config (MANIFEST.json)."""
     d = config["difficulty"]
+    if d["tier"] == "frontier":
+        return ("Difficulty: tier `frontier` (`--tier frontier`): programs that must read the world. Each looks a "
+                "session up by a property, loops over every page of a collection with a predicate, and ends with "
+                "a recovery from a stale write, an aggregate or a bulk delete, against a populated frontier-tier "
+                "service (paged listings, versioned writes); the test cases are populations of different sizes "
+                "(none, one, a page, a page + 1, more than the largest page). Scores on different tiers are not "
+                "comparable.")
     splits = "no if/else split" if not config["branch_probability"] else \
         "at most one if/else split" if d["branches"] == 1 else \
         f"at most {d['branches']} if/else splits, nested (a branch may split again on a later value)"

@@ -50,6 +50,8 @@ class Fact:
 
 def required(program: Program) -> list[Fact]:
     """Every fact the oracle of `program` depends on, from the program alone."""
+    if hasattr(program, "required_facts"):  # a frontier program: its steps state their own (builder/frontier.py)
+        return program.required_facts()
     scenario = program.scenario
     apis = {a.name: a for a in scenario.apis}
     inits = set(program.declarations().inits)

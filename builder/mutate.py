@@ -26,6 +26,7 @@ from typing import Callable, Iterator
 
 from builder.program import COND, Program
 from evaluate.sandbox import Job, require_verdicts
+from scenarios.grammar import MUST_KILL
 
 OPERATORS = ("drop_call", "skip_call", "other_api", "argument", "swap_args", "variable", "condition", "result")
 DEAD = ("drop_call", "skip_call")  # survivors of these mean a call whose effect no test case can see
@@ -58,6 +59,13 @@ def mutants(program: Program, per_task: int, rng: random.Random) -> list[Mutant]
     """Distinct mutants of the reference (none equal to it as text): every dropped call that leaves a name
     undefined (killed without a run), and at most `per_task` others, drawn evenly over the operators so that no
     operator crowds out the others."""
+    if hasattr(program, "mutants"):  # a frontier program: each construct's own operators (builder/frontier.py)
+        by_operator, required = {}, []
+        for operator, change, code, items in program.mutants():
+            mutant = Mutant(operator, change, code, "", items)
+            # Every mutant of a construct is tried: one that survives means the task does not test the construct.
+            (required if operator in MUST_KILL else by_operator.setdefault(operator, [])).append(mutant)
+        return _spread(list(by_operator.values()), required, per_task, rng)
     reference = program.reference_code()
     tree = ast.parse(reference)
     base = ast.unparse(tree)
@@ -80,7 +88,13 @@ def mutants(program: Program, per_task: int, rng: random.Random) -> list[Mutant]
         by_operator[operator].append(Mutant(operator, f"{before} -> {after}", code + "\n", undefined, items, where,
                                             shared))
     chosen = [m for pool in by_operator.values() for m in pool if m.undefined]  # free: no run needed
-    pools = [rng.sample(pool, len(pool)) for pool in ([m for m in p if not m.undefined] for p in by_operator.values())]
+    return _spread([[m for m in p if not m.undefined] for p in by_operator.values()], chosen, per_task, rng)
+
+
+def _spread(pools: list[list[Mutant]], chosen: list[Mutant], per_task: int, rng: random.Random) -> list[Mutant]:
+    """`chosen`, then at most `per_task` more drawn in turn from each operator's pool, so that no operator crowds
+    out the others."""
+    pools = [rng.sample(pool, len(pool)) for pool in pools]
     per_task += len(chosen)
     while len(chosen) < per_task and any(pools):
         for pool in pools:
@@ -453,7 +467,9 @@ def analyse_mutants(drafts: list, sandbox, config, rejections: Counter) -> list:
                       "score": (total - len(survivors)) / total if total else 1.0,
                       "equivalents": [m.describe() for m in survivors]}
         if dead:
-            what = "a dead call" if dead[0].operator in DEAD else "a split whose sides no input tells apart"
+            what = "a dead call" if dead[0].operator in DEAD else \
+                "a construct no input exercises" if dead[0].operator in MUST_KILL else \
+                "a split whose sides no input tells apart"
             rejections[f"{d.scenario}: weak_oracle ({what}: {dead[0].describe()})"[:160]] += 1
         else:
             kept.append(d)
@@ -473,7 +489,7 @@ def _dead(mutant: Mutant) -> bool:
     the task: a dropped or skipped call (a dead call), or the split's condition negated (each input then takes the
     other side, and nothing tells the sides apart: the if/else the instruction asks for tests nothing)."""
     negated = mutant.operator == "condition" and mutant.change.split(" -> ", 1)[-1].startswith("if not ")
-    return mutant.operator in DEAD or negated
+    return mutant.operator in DEAD or negated or mutant.operator in MUST_KILL
 
 
 BATCHES = True  # one sandbox job per task and test case (False: one per mutant, as a check of the batches)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
 import re
 import sys
 import time
@@ -28,6 +29,8 @@ from builder.fuzz import CoverageRecorder, NoValidCall
 from builder.mutate import analyse_mutants
 from builder.stats import Table1, exact_mean, format_table
 from builder.program import Assignment, Program, generate_program
+from builder import frontier
+from builder.frontier import FRONTIER, FrontierProgram
 from builder.agents import AgentTranslator
 from builder import facts
 from builder.translate import VARIANTS, Item, TemplateTranslator
@@ -72,7 +75,11 @@ def translation_cache(config: BuildConfig) -> Path:
 def make_cases(program: Program, config: BuildConfig, index: int) -> list[TestCase]:
     """One test case per path through the program (the original, its flipped-condition twin, or one per constant
     assignment when splits nest; a dead else branch has none), and `config.redraws` cases of freshly drawn values
-    (cycling through those assignments), so that no single input decides a verdict."""
+    (cycling through those assignments), so that no single input decides a verdict. A frontier program has one
+    population per profile instead (`builder/frontier.py`), each drawn afresh."""
+    if isinstance(program, FrontierProgram):
+        return [_population_case(program, profile, rng_for(config, program.scenario.name, index, f"world-{profile}"),
+                                 profile) for profile in program.plan.profiles]
     decl = program.declarations()
     assignments = program.assignments()
     cases = [_case(program, decl, a.name, a) for a in assignments]
@@ -84,11 +91,22 @@ def make_cases(program: Program, config: BuildConfig, index: int) -> list[TestCa
 
 def probe_cases(program: Program, config: BuildConfig, index: int) -> list[TestCase]:
     """More inputs of fresh values, for mutants that survive the test cases (see builder/mutate.py)."""
+    if isinstance(program, FrontierProgram):
+        profiles = program.plan.profiles
+        return [_population_case(program, profiles[1 + k % (len(profiles) - 1)],
+                                 rng_for(config, program.scenario.name, index, f"probe-{k}"), f"probe-{k + 1}")
+                for k in range(config.probes)]
     decl = program.declarations()
     assignments = program.assignments()
     return [_case(program, program.scenario.redraw(decl, rng_for(config, program.scenario.name, index, f"probe-{k}")),
                   f"probe-{k + 1}", assignments[k % len(assignments)])
             for k in range(config.probes)]
+
+
+def _population_case(program: FrontierProgram, profile: str, rng, name: str) -> TestCase:
+    state = program.population(profile, rng)
+    return TestCase(name, "main", canonical_json({}), program.scenario.setup_code(state, {}),
+                    [a.to_record() for a in state.assets.values()])
 
 
 def _case(program: Program, state: State, name: str, assignment: Assignment) -> TestCase:
@@ -120,11 +138,14 @@ class Fuzzer:
         for i in range(start, stop):
             bar.update()
             try:
-                program = generate_program(
-                    scenario, rng_for(config, self.scenario, i, "fuzz"), self.recorder,
-                    config.calls_per_path, config.branch_probability, config.coverage, config.branches,
-                    config.recency,
-                )
+                if config.tier == FRONTIER:
+                    program = frontier.generate(scenario, rng_for(config, self.scenario, i, "frontier"))
+                else:
+                    program = generate_program(
+                        scenario, rng_for(config, self.scenario, i, "fuzz"), self.recorder,
+                        config.calls_per_path, config.branch_probability, config.coverage, config.branches,
+                        config.recency,
+                    )
             except NoValidCall:
                 rejections[f"{self.scenario}: fuzzer found no valid call"] += 1
                 continue
@@ -137,7 +158,7 @@ class Fuzzer:
                 rejections[f"{self.scenario}: duplicate program"] += 1
                 continue
             self.seen.add(key)
-            if min(len(p) for p in program.paths()) < config.calls_per_path:
+            if config.tier != FRONTIER and min(len(p) for p in program.paths()) < config.calls_per_path:
                 rejections[f"{self.scenario}: too few API calls"] += 1
                 continue
             drafts.append(Draft(f"{self.scenario}-{i:04d}", self.scenario, program, index=i, cases=cases))
@@ -285,6 +306,10 @@ def take_oracle(case: TestCase, first, second) -> str | None:
 
 def to_record(d: Draft, config: BuildConfig) -> TaskRecord:
     p = d.program
+    api_calls, api_doc = [c.api for c in p.all_calls], p.scenario.api_doc()
+    if isinstance(p, FrontierProgram):  # what the reference did on the original input, loops and pages unrolled
+        api_calls = [c["api"] for c in json.loads(d.cases[0].trace)["calls"]]
+        api_doc = p.scenario.api_doc(FRONTIER)
     return TaskRecord(
         task_id=d.task_id,
         scenario=d.scenario,
@@ -293,11 +318,11 @@ def to_record(d: Draft, config: BuildConfig) -> TaskRecord:
         instruction_vague=d.instructions["vague"],
         facts=[f.describe() for f in d.facts],
         setup_code=d.cases[0].setup_code,
-        api_doc=p.scenario.api_doc(),
+        api_doc=api_doc,
         reference_program=p.reference_code(),
         test_cases=d.cases,
-        api_calls=[c.api for c in p.all_calls],
-        num_api_calls=len(p.all_calls),
+        api_calls=api_calls,
+        num_api_calls=len(api_calls),
         path_depth=p.path_depth(),
         binding_count=p.binding_count(),
         has_branch=p.has_branch,
@@ -427,7 +452,7 @@ class Run:
         records = [to_record(d, config) for d in kept]
         for r in records:
             s.tally.add(r)
-            self.table1.add(r)
+            self.table1.add(r, frontier=config.tier == FRONTIER)
         return records
 
     def write(self, s: ScenarioRun, records: list[TaskRecord], done: bool = False) -> None:

@@ -14,6 +14,12 @@ user downloads, so it is measured on what a user downloads, and the test suite c
 * *pair coverage* (the paper's adjacent-transition coverage, RQ1) is the share of the scenario's `|APIs|^2`
   ordered (producer API, consumer API) pairs that occur along a data-flow edge of some reference;
 * instruction and code lengths are counted in cl100k_base tokens (the `bpe-openai` package: offline, exact).
+
+On the frontier tier (`--tier frontier`, `builder/frontier.py`) a program loops, pages and retries, so its text
+holds call sites, not calls: *API calls* are the calls the reference made on the original test case (its stored
+trace, `api_calls`), path depth and bindings are the record's own (the builder's declaration of which answer
+values each request reads: a session's id, version and data count apart, and the paging cursor counts once), and
+a pair is two calls made one after the other on the original test case.
 """
 
 from __future__ import annotations
@@ -124,7 +130,11 @@ LABELS = {
 }
 
 
-def task_stats(task: TaskRecord, flow: Flow | None = None) -> dict:
+def task_stats(task: TaskRecord, flow: Flow | None = None, frontier: bool = False) -> dict:
+    if frontier:  # see the module docstring
+        return {"instruction_tokens": count_tokens(task.instruction),
+                "code_tokens": count_tokens(task.reference_program), "api_calls": len(task.api_calls),
+                "path_depth": task.path_depth, "binding_count": task.binding_count, "has_branch": False}
     flow = flow or analyse(task.reference_program)
     return {
         "instruction_tokens": count_tokens(task.instruction),
@@ -217,8 +227,14 @@ class Table1:
 
     rows: dict[str, Rows] = field(default_factory=dict)
     pairs: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
+    frontier: set[str] = field(default_factory=set)  # scenarios whose tasks are frontier programs: no pair space
 
-    def add(self, task: TaskRecord) -> None:
+    def add(self, task: TaskRecord, frontier: bool = False) -> None:
+        if frontier:
+            self.frontier.add(task.scenario)
+            self.rows.setdefault(task.scenario, Rows()).add(task_stats(task, frontier=True))
+            self.pairs.setdefault(task.scenario, set()).update(zip(task.api_calls, task.api_calls[1:]))
+            return
         flow = analyse(task.reference_program)
         self.rows.setdefault(task.scenario, Rows()).add(task_stats(task, flow))
         self.pairs.setdefault(task.scenario, set()).update(flow.api_pairs(list(task.api_calls)))
@@ -227,7 +243,7 @@ class Table1:
         """{scenario: row, ..., "all": row}, scenarios in the order their first task came."""
         out, everything, pooled_pairs, pooled_space = {}, Rows(), 0, 0
         for scenario, rows in self.rows.items():
-            n_apis = _num_apis(scenario)
+            n_apis = None if scenario in self.frontier else _num_apis(scenario)
             out[scenario] = rows.row(len(self.pairs[scenario]), n_apis * n_apis if n_apis else None)
             everything.merge(rows)
             pooled_pairs += len(self.pairs[scenario])
@@ -238,7 +254,8 @@ class Table1:
     def to_state(self) -> dict:
         """Plain JSON, for a build's checkpoint."""
         return {s: {"metrics": {m: list(vars(v).values()) for m, v in r.metrics.items()},
-                    "with_branch": r.with_branch, "pairs": sorted(self.pairs[s])}
+                    "with_branch": r.with_branch, "pairs": sorted(self.pairs[s]),
+                    **({"frontier": True} if s in self.frontier else {})}
                 for s, r in self.rows.items()}
 
     @classmethod
@@ -247,14 +264,16 @@ class Table1:
         for s, r in state.items():
             acc.rows[s] = Rows({m: Summary(*v) for m, v in r["metrics"].items()}, r["with_branch"])
             acc.pairs[s] = {tuple(p) for p in r["pairs"]}
+            if r.get("frontier"):
+                acc.frontier.add(s)
         return acc
 
 
-def table1(tasks: list[TaskRecord]) -> dict:
+def table1(tasks: list[TaskRecord], frontier: bool = False) -> dict:
     """{scenario: row, ..., "all": row}; a row has tasks, mean/min/max per metric, branch share, pair coverage."""
     acc = Table1()
     for t in tasks:
-        acc.add(t)
+        acc.add(t, frontier)
     return acc.table()
 
 

@@ -163,6 +163,10 @@ class TemplateTranslator:
         return out
 
     def translate(self, program: Program, rng: random.Random, variant: str = "natural") -> Rendered:
+        if hasattr(program, "render"):  # a frontier program words its own steps (builder/frontier.py)
+            if variant not in VARIANTS:
+                raise ValueError(f"unknown instruction variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+            return program.render(variant, rng)
         if variant == "steps":  # names are dictated: every variable is referred to by its name
             return Rendered(self._steps(program, rng), {v: v for c in program.all_calls for v in c.outputs})
         if variant not in VARIANTS:

@@ -1,0 +1,98 @@
+"""The frontier grammar's plain parts: what a scenario hands the builder to make a program that reads the world.
+
+A frontier program (DESIGN.md, "Tiers") is a short sequence of *steps*, each one construct of the grammar:
+
+* `lookup`: find one entity by a property a user would know (a title, the newest of an owner, the most members,
+  a tie broken by a stated rule), reading every page of a listing;
+* `loop`: for every entity of a collection that satisfies a predicate, a body of one to three calls, results
+  collected in order;
+* `aggregate`: a count, sum, minimum or maximum over a collection, read after the writes before it;
+* `recovery`: a write that the world may refuse (a stale version, a missing entity), with the documented remedy
+  (re-read and retry once, create instead, skip);
+* `bulk`: one call that acts on everything a filter matches.
+
+The scenario writes each step whole: its code, its wording in every instruction variant, the facts its oracle
+depends on, and its own mutations (the ways a program gets that construct wrong: only the first page, only the
+first match, the other tie-break, no retry, a retry on stale data, ...). The builder (`builder/frontier.py`) puts
+the steps together, adds the RESULT line, and runs the same pipeline as for the paper's tier. The test inputs
+are populations: `Plan.population(rng, profile)` draws a world of the schema the steps need, shaped by a profile
+(collection sizes 0, 1, a page, a page + 1, more than the largest page; the sought entity late; ties).
+
+Kept free of builder imports (the dependency runs builder -> scenarios).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Callable
+
+from scenarios.base import Call, Scenario, State
+
+CONSTRUCTS = ("lookup", "loop", "aggregate", "recovery", "bulk")
+
+# Mutation operators of the frontier grammar, each a way of getting one construct wrong. A survivor of one of these
+# means the test inputs do not exercise what the task claims to test: the build drops the task (`MUST_KILL`).
+OPERATORS = {
+    "first_page": "reads only the first page of a listing",
+    "last_page": "drops the last page of a listing (a loop bound off by one)",
+    "one_big_page": "asks for the largest page and reads no further",
+    "first_match": "acts on the first match only (or takes the oldest where the newest is asked)",
+    "tie_break": "breaks a tie the other way",
+    "predicate": "tests another predicate or field",
+    "aggregate": "computes another aggregate",
+    "stale_version": "writes with a version it read before a change",
+    "stale_data": "writes back data it read before a change",
+    "no_retry": "does not retry a write refused as stale",
+    "retry_stale": "retries a refused write without reading the entity again",
+    "never_create": "does not create the entity when it is missing",
+    "always_create": "creates the entity even when it exists",
+    "drop_write": "leaves out a write",
+    "collect_all": "collects every item, not only those the body changed",
+    "missing_field": "reads a field that some records lack as if every record had it",
+}
+MUST_KILL = frozenset(OPERATORS)
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """One construct-level mutant: the program with `before` (text that occurs exactly once) replaced by `after`."""
+
+    operator: str  # a key of OPERATORS, or "argument" (another literal: a type, a field), not required to die
+    before: str
+    after: str
+    every: bool = False  # replace every occurrence of `before` (which then need not be unique)
+
+
+@dataclass(frozen=True)
+class Result:
+    """One item of RESULT: the expression the reference puts there, and how each variant names it."""
+
+    expr: str
+    phrases: dict[str, str]  # variant -> phrase ("the id of the found session")
+
+
+@dataclass
+class Step:
+    kind: str  # one of CONSTRUCTS
+    code: str  # the step's lines, top level, ending with a newline
+    texts: dict[str, list[str]]  # variant -> its sentences (steps: one numbered line each)
+    facts: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)  # (kind, what, forms) as in facts.py
+    mutations: list[Mutation] = field(default_factory=list)
+    results: list[Result] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)  # the API call sites, with the variables they read and make
+    levers: tuple[str, ...] = ()  # what makes it hard: pagination, versions, lookups, loops, aggregates, recovery
+
+
+@dataclass
+class Plan:
+    """What a scenario's frontier grammar draws for one program."""
+
+    scenario: Scenario
+    preamble: str  # helper code every step may use (a paging helper), before the steps
+    preamble_mutations: list[Mutation]
+    steps: list[Step]
+    population: Callable[[random.Random, str], State]  # (rng, profile) -> the setup's variables and stored world
+    profiles: tuple[str, ...]  # the test inputs' profiles, the first being the original's
+    intro: dict[str, str]  # variant -> the sentence that says what the setup block defines
+    notes: list[str] = field(default_factory=list)

@@ -1,0 +1,833 @@
+"""The session scenario's frontier programs: steps of the frontier grammar (`scenarios/grammar.py`) over the
+frontier tier of the session service (paged listings, versioned writes, members, bulk delete).
+
+A program is three steps drawn from:
+
+* a lookup: the session of a collection titled `title1`, the newest one owned by an address, the one with the
+  most (or fewest) members with a stated tie-break; or an *ensure* (lookup or create: the session titled `title1`
+  gets a member, or is added when there is none);
+* a loop over every page of a collection, a predicate on the owner or the members, and a body of one to three
+  calls (remove or add a member, hand the session over, delete it, remove a member and retitle it);
+* a closing step: rename the session found first, retrying once on 412 with what a fresh read answers (recovery),
+  an aggregate read after the writes (a count, a total, a maximum), or a bulk delete by owner.
+
+The reference reads listings with a paging helper (`every_session`) and, like any careful program, acts on what
+the service answers now: a session the loop changed has a newer version and other members than when it was found.
+
+Populations (`population`): every test input is drawn afresh (new sources, people, titles, ids and versions) by a
+profile that shapes the collections the program reads: `original` (8-12 sessions), `none` (no session matches the
+loop), `single` (one does), `page` (exactly one page, the last session matching), `page+1` (the only match on the
+second page), `large` (51 sessions: more than the largest page). Lookups always find their session; ties are made
+where a tie-break is stated; the session titled `title1` also exists, as a decoy, in another collection.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+from scenarios.base import Asset, Call, State, Var, join_names
+from scenarios.grammar import Mutation, Plan, Result, Step
+from scenarios.session import words
+from scenarios.session.frontier import DEFAULT_PAGE, MAX_PAGE
+from scenarios.session.machine import ASSET, EMAIL, SOURCE, TYPE_WORDS
+from scenarios.session.store import FRONTIER, asset_data
+
+TITLE = "title"
+PROFILES = ("original", "none", "single", "page", "page+1", "large")
+SUFFIXES = (" (archived)", " (reviewed)", " - final", " (shared)")
+VARIANTS = ("natural", "steps", "vague")
+
+HELPER = '''\
+def every_session(url, body=None):
+    """Every session of a paged listing (a list, or a fetch when `body` is a filter), following `next`."""
+    sessions, params = [], {}
+    while True:
+        page = requests.get(url, params=params) if body is None else requests.post(url, params=params, json=body)
+        page = page.json()
+        sessions += page["items"]
+        if page["next"] is None:
+            return sessions
+        params = {"cursor": page["next"]}
+'''
+HELPER_MUTATIONS = [
+    Mutation("first_page", '        if page["next"] is None:\n            return sessions\n',
+             "        return sessions\n"),
+    Mutation("last_page", '        sessions += page["items"]\n        if page["next"] is None:\n            return sessions\n',
+             '        if page["next"] is None:\n            return sessions\n        sessions += page["items"]\n'),
+    Mutation("one_big_page", '    sessions, params = [], {}\n',
+             f'    sessions, params = [], {{"limit": {MAX_PAGE}}}\n'),
+]
+# `one_big_page` alone still follows `next`: with the first-page cut too it is a program that asks for the
+# largest page and stops there. Both edits are one mutant.
+MISSING = Mutation("missing_field", '["data"].get("members", [])', '["data"]["members"]', every=True)
+HELPER_MUTATIONS[2] = Mutation("one_big_page", HELPER, HELPER.replace("params = [], {}", f'params = [], {{"limit": {MAX_PAGE}}}')
+                               .replace('        if page["next"] is None:\n            return sessions\n', "        return sessions\n"))
+
+
+def _tw(type_: str) -> str:
+    return TYPE_WORDS[type_]
+
+
+class _Draw:
+    """The choices of one program: which collections, addresses and titles its steps use, and how a population
+    must be shaped for them (`shapers`, applied in step order, then `checks`)."""
+
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+        self.types: list[str] = []  # collections of src1 the program reads, by type
+        self.emails: list[str] = []  # setup e-mail variables
+        self.hidden: list[str] = []  # addresses a population needs that no setup variable names
+        self.title = False
+        self.shapers = []
+        self.checks = []
+        self.urls: dict[str, str] = {}
+        self.url_lines: list[str] = []
+
+    def type(self, avoid: tuple[str, ...] = ()) -> str:
+        t = self.rng.choice([t for t in words.CONTENT_TYPES if t not in avoid])
+        if t not in self.types:
+            self.types.append(t)
+        return t
+
+    def url(self, type_: str) -> str:
+        """The variable holding the collection's URL, its line written once, before the first step."""
+        if type_ not in self.urls:
+            name = f"{type_}_url"
+            self.urls[type_] = name
+            self.url_lines.append(f'{name} = f"{{BASE_URL}}/api/sessions/{{src1}}/{type_}"\n')
+        return self.urls[type_]
+
+    def email(self, avoid: tuple[str, ...] = ()) -> str:
+        for name in self.emails:
+            if name not in avoid:
+                if self.rng.random() < 0.5:
+                    return name
+        name = f"email{len(self.emails) + 1}"
+        self.emails.append(name)
+        return name
+
+
+# ------------------------------------------------------------------------------------------ predicates
+
+
+def _pred(kind: str, email: str, var: str = "s") -> str:
+    return f'{var}["data"]["owner"] == {email}' if kind == "owner" else f'{email} in {var}["data"].get("members", [])'
+
+
+def _pred_other(kind: str, email: str, var: str = "s") -> str:
+    return _pred("member" if kind == "owner" else "owner", email, var)
+
+
+def _pred_text(kind: str, email: str) -> dict[str, str]:
+    e = f"`{email}`"
+    if kind == "owner":
+        return {"natural": f"that {e} owns", "steps": f"whose owner is {e}", "vague": f"owned by {e}"}
+    return {"natural": f"that lists {e} as a member", "steps": f"whose members include {e}",
+            "vague": f"that has {e} among its members"}
+
+
+def _matches(kind: str, address: str, data: dict) -> bool:
+    return data["owner"] == address if kind == "owner" else address in data.get("members", [])
+
+
+def _make_match(kind: str, address: str, data: dict, rng: random.Random, people: list[str], yes: bool) -> None:
+    if kind == "owner":
+        if yes:
+            data["owner"] = address
+        elif data["owner"] == address:
+            data["owner"] = rng.choice([p for p in people if p != address])
+    elif yes and address not in data.get("members", []):
+        data["members"] = data.get("members", []) + [address]
+    elif not yes and address in data.get("members", []):
+        data["members"] = [m for m in data["members"] if m != address]
+
+
+def _size(profile: str, rng: random.Random) -> int:
+    return {"original": rng.randint(8, 12), "none": rng.randint(3, 7), "single": rng.randint(2, 7),
+            "page": DEFAULT_PAGE, "page+1": DEFAULT_PAGE + 1, "large": MAX_PAGE + 1}[profile]
+
+
+def _match_positions(profile: str, n: int, rng: random.Random) -> list[int]:
+    """Where in a collection of `n` the loop's matches stand, by profile."""
+    if profile == "none":
+        return []
+    if profile == "single":
+        return [rng.randrange(n)]
+    if profile == "page":
+        return sorted({n - 1, *rng.sample(range(n - 1), rng.randint(0, 2))})
+    if profile == "page+1":
+        return [n - 1]
+    if profile == "large":
+        return sorted({n - 1, *rng.sample(range(n - 1), rng.randint(1, 3))})
+    picks = set(rng.sample(range(n), rng.randint(2, 4)))
+    if not any(p >= DEFAULT_PAGE for p in picks):
+        picks.add(rng.randrange(DEFAULT_PAGE, n))
+    return sorted(picks)
+
+
+# ----------------------------------------------------------------------------------------------- steps
+
+
+def _intro(d: _Draw) -> dict[str, str]:
+    parts = ["the source `src1`"]
+    if d.emails:
+        parts.append(("the e-mail address " if len(d.emails) == 1 else "the e-mail addresses ")
+                     + join_names(d.emails))
+    if d.title:
+        parts.append("the title `title1`")
+    text = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
+    line = (f"The setup block sets `BASE_URL` to the address of the session service (frontier tier: paged "
+            f"listings and versioned writes), which already holds many sessions, and defines {text}.")
+    return {v: line for v in VARIANTS}
+
+
+def lookup(d: _Draw) -> tuple[Step, dict]:
+    """Find one session of a collection; returns the step and what later steps need to know of it."""
+    rng = d.rng
+    type_ = d.type()
+    url = d.url(type_)
+    kind = rng.choice(("title", "newest", "title", "newest", "most", "fewest"))
+    t, tw = f"`{type_}`", _tw(type_)
+    facts = [("input", "the setup variable `src1`", ("`src1`",)),
+             ("value", "lookup: the session type", (t, f"{tw} session", f"{tw} sessions"))]
+    muts, levers = [], ("lookups", "pagination")
+    code = f"sessions1 = every_session({url})\n"
+    how: tuple = ("title",)
+    exists = "there is always exactly one"
+    if kind == "title":
+        d.title = True
+        line = 'found1 = next(s for s in sessions1 if s["data"]["title"] == title1)\n'
+        what = {"natural": f"the {t} session of `src1` titled `title1`",
+                "steps": f"the session in `sessions1` whose title is `title1`",
+                "vague": f"the {tw} session of `src1` whose title is `title1`"}
+        facts.append(("input", "the setup variable `title1`", ("`title1`",)))
+        d.shapers.append((1, lambda pop, rng, profile: _shape_title(pop, rng, profile, type_)))
+    elif kind == "newest":
+        email = d.email()
+        line = f'found1 = [s for s in sessions1 if s["data"]["owner"] == {email}][-1]\n'
+        muts += [Mutation("first_match", line, line.replace("[-1]", "[0]")),
+                 Mutation("predicate", line, line.replace(_pred("owner", email), _pred("member", email)))]
+        what = {"natural": f"the newest {t} session of `src1` that `{email}` owns (the one added last)",
+                "steps": f"the last session in `sessions1` whose owner is `{email}` (the newest: listings are "
+                         f"oldest first)",
+                "vague": f"the most recently added {tw} session of `src1` owned by `{email}`"}
+        facts += [("input", f"the setup variable `{email}`", (f"`{email}`",)),
+                  ("value", "lookup: which of the matches", ("newest", "last", "most recently added"))]
+        exists = f"`{email}` always owns at least one"
+        d.shapers.append((1, lambda pop, rng, profile: _shape_newest(pop, rng, profile, type_, email)))
+        how = ("newest", email)
+    else:
+        most = kind == "most"
+        fn, other = ("max", "min") if most else ("min", "max")
+        # Python's max and min keep the first of equal keys: the oldest of a listing, or the newest when reversed.
+        oldest = rng.random() < 0.5
+        seq, flipped = ("sessions1", "sessions1[::-1]") if oldest else ("sessions1[::-1]", "sessions1")
+        line = f'found1 = {fn}({seq}, key=lambda s: len(s["data"].get("members", [])))\n'
+        muts += [Mutation("tie_break", line, line.replace(f"{fn}({seq},", f"{fn}({flipped},")),
+                 Mutation("aggregate", line, line.replace(f"{fn}(", f"{other}("))]
+        amount = "most" if most else "fewest"
+        tie = "the one added first" if oldest else "the one added last"
+        what = {"natural": f"the {t} session of `src1` with the {amount} members (of several with as many, "
+                           f"{tie})",
+                "steps": f"the session in `sessions1` with the {amount} members (of several with as many, {tie})",
+                "vague": f"the {tw} session of `src1` that has the {amount} members (of several with as many, "
+                         f"{tie})"}
+        exists = "there is always at least one such session"
+        facts += [("value", "lookup: the aggregate", (f"the {amount} members",)),
+                  ("value", "lookup: the tie-break", (tie,))]
+        d.shapers.append((1, lambda pop, rng, profile: _shape_extreme(pop, rng, profile, type_, most, oldest,
+                                                                      d.emails)))
+        how = ("extreme", most, oldest)
+    code += line
+    texts = {
+        "natural": [f"Find {what['natural']} ({exists})."],
+        "steps": [f"Read every page of the {t} sessions of `src1` (follow `next` until it is null) into a list "
+                  f"`sessions1`.", f"Let `found1` be {what['steps']} ({exists})."],
+        "vague": [f"Identify {what['vague']} ({exists})."],
+    }
+    calls = [Call("list_sessions", ["src1"], ["found1.id", "found1.data", "found1.version"], code, {"type": type_})]
+    step = Step("lookup", code, texts, facts, muts, [], calls, levers)
+    return step, {"type": type_, "url": url, "kind": kind, "how": how}
+
+
+def ensure(d: _Draw) -> tuple[Step, dict]:
+    """Lookup or create: the session titled `title1` gets a member, or is added with it when there is none."""
+    rng = d.rng
+    type_ = d.type()
+    url = d.url(type_)
+    d.title = True
+    email = d.email()
+    t, tw = f"`{type_}`", _tw(type_)
+    body = f'{{"title": title1, "description": "", "owner": {email}, "members": [{email}]}}'
+    code = (f'matches1 = [s for s in every_session({url}) if s["data"]["title"] == title1]\n'
+            f"if matches1:\n"
+            f"    requests.put(f\"{{{url}}}/{{matches1[0]['id']}}/members/{{{email}}}\")\n"
+            f'    ensured1 = matches1[0]["id"]\n'
+            f"else:\n"
+            f'    ensured1 = requests.post({url}, json={body}).json()["id"]\n')
+    muts = [Mutation("never_create", f'    ensured1 = requests.post({url}, json={body}).json()["id"]\n',
+                     "    ensured1 = None\n"),
+            Mutation("always_create", "if matches1:\n", "if False:\n")]
+    new = (f"with the title `title1`, an empty description, `{email}` as its owner and `{email}` as its only "
+           f"member")
+    texts = {
+        "natural": [f"Make sure `src1` has a {t} session titled `title1` that lists `{email}` as a member: if "
+                    f"there is one, add `{email}` to its members (nothing changes if already there); if there is "
+                    f"none, add a new {t} session {new}."],
+        "steps": [f"Read every page of the {t} sessions of `src1` and keep those whose title is `title1` in "
+                  f"`matches1`.",
+                  f"If `matches1` is not empty, add `{email}` as a member of its first session (the members "
+                  f"endpoint) and let `ensured1` be that session's id; otherwise add a new {t} session {new} and "
+                  f"let `ensured1` be the id the service answers."],
+        "vague": [f"Ensure that `src1` has a {tw} session titled `title1` with `{email}` among its members: "
+                  f"give the existing one that member, or, when none exists, create one {new}."],
+    }
+    facts = [("input", "the setup variable `src1`", ("`src1`",)), ("input", "the setup variable `title1`", ("`title1`",)),
+             ("input", f"the setup variable `{email}`", (f"`{email}`",)),
+             ("value", "ensure: the session type", (t, f"{tw} session", f"{tw} sessions")),
+             ("value", "ensure: what a created session holds", ("empty description",))]
+    results = [Result("ensured1", {"natural": "the id of the session titled `title1` (found or added)",
+                                   "steps": "`ensured1`", "vague": "the id of the session titled `title1`"})]
+    calls = [Call("list_sessions", ["src1", "title1"], ["matches1.id"], code, {}),
+             Call("add_member", ["matches1.id", email], [], code, {}),
+             Call("add_session", ["title1", email], ["ensured1"], code, {})]
+    d.shapers.append((0, lambda pop, rng, profile: _shape_ensure(pop, rng, profile, type_)))
+    return Step("recovery", code, texts, facts, muts, results, calls, ("lookups", "recovery", "pagination")), \
+        {"type": type_}
+
+
+BODIES = ("remove", "add", "handover", "delete", "retitle")
+
+
+def loop(d: _Draw, found: dict | None, allow_delete: bool, chain: bool = False,
+         same: bool = False, bodies: tuple[str, ...] | None = None, kinds: tuple[str, ...] = ("owner", "member")
+         ) -> tuple[Step, dict]:
+    """A loop over every page of a collection; with `chain`, its predicate is "owned by the owner of the session
+    found first" (a value the lookup read, carried into the loop)."""
+    rng = d.rng
+    type_ = found["type"] if same else d.type(avoid=tuple(d.types))
+    url = d.url(type_)
+    kind = "owner" if chain else rng.choice(kinds)
+    if chain:
+        pe = "_chain"  # an address no setup variable names: the found session's owner in every population
+        d.hidden.append(pe)
+        d.shapers.append((2, lambda pop, rng, profile: _shape_chain(pop, found, pe)))
+    else:
+        pe = d.email()
+    # The address the body writes is never the one a "newest owned by" lookup names (the handover would move it).
+    me = d.email(avoid=(pe,) + ((found["how"][1],) if found and found["how"][0] == "newest" else ()))
+    pe_code = 'found1["data"]["owner"]' if chain else pe
+    body = rng.choice([b for b in bodies or BODIES if allow_delete or b != "delete"])
+    suffix = rng.choice(SUFFIXES)
+    t, tw = f"`{type_}`", _tw(type_)
+    item = f"{{{url}}}/{{s['id']}}"
+    head = f"changed1 = []\nfor s in every_session({url}):\n    if {_pred(kind, pe_code)}:\n"
+    muts = [Mutation("predicate", f"    if {_pred(kind, pe_code)}:\n", f"    if {_pred_other(kind, pe_code)}:\n")]
+    levers = ["loops", "pagination"]
+    if body in ("remove", "add"):  # one member write; the ids it changed are collected
+        adding = body == "add"
+        method, done = ("put", 201) if adding else ("delete", 204)
+        lines = (f'        r = requests.{method}(f"{item}/members/{{{me}}}")\n'
+                 f"        if r.status_code == {done}:\n"
+                 f'            changed1.append(s["id"])\n')
+        muts.append(Mutation("collect_all", f"        if r.status_code == {done}:\n            changed1.append(s[\"id\"])\n",
+                             '        changed1.append(s["id"])\n'))
+        if adding:
+            act = {"natural": f"add `{me}` to its members",
+                   "steps": f"add `{me}` as a member with the members endpoint; when the service answers 201 (newly "
+                            f"added), append the session's id to `changed1`",
+                   "vague": f"make `{me}` one of its members"}
+            keep = {"natural": f"the ids of the sessions `{me}` was newly added to",
+                    "steps": "`changed1`", "vague": f"the ids of the sessions that gained `{me}` as a new member"}
+        else:
+            act = {"natural": f"remove `{me}` from its members (a session without that member is left as it is)",
+                   "steps": f"remove `{me}` from its members with the members endpoint; when the service answers "
+                            f"204, append the session's id to `changed1`",
+                   "vague": f"take `{me}` off its members where `{me}` is one"}
+            keep = {"natural": f"the ids of the sessions `{me}` was removed from", "steps": "`changed1`",
+                    "vague": f"the ids of the sessions that lost `{me}`"}
+        calls = [Call("add_member" if adding else "remove_member", ["s.id", me], ["r.status"], lines, {})]
+    elif body == "handover":
+        lines = (f'        requests.put(f"{item}/members/{{{me}}}")\n'
+                 f'        current = requests.get(f"{item}")\n'
+                 f'        r = requests.put(f"{item}", json={{**current.json()["data"], "owner": {me}}}, '
+                 f'headers={{"If-Match": current.headers["ETag"]}})\n'
+                 f'        changed1.append(r.json()["version"])\n')
+        muts += [Mutation("stale_data", 'json={**current.json()["data"], "owner"', 'json={**s["data"], "owner"'),
+                 Mutation("stale_version", 'headers={"If-Match": current.headers["ETag"]})\n        changed1',
+                          'headers={"If-Match": str(s["version"])})\n        changed1')]
+        act = {"natural": f"make `{me}` a member (if not one already) and then its owner (`{me}` owns none of "
+                          f"them yet), keeping the rest of its data as it is at that point",
+               "steps": f"add `{me}` as a member with the members endpoint, read the session again, then update it "
+                        f"with its current data but `{me}` as owner, sending its current ETag in `If-Match`; "
+                        f"append the version the update answers to `changed1`",
+               "vague": f"hand it over to `{me}` (who owns none of them yet): first `{me}` becomes a member (if "
+                        f"not one already), then the owner, nothing else in its data changing"}
+        keep = {"natural": "the version each of those sessions has right after its handover",
+                "steps": "`changed1`", "vague": "the version each of them has right after its handover"}
+        calls = [Call("add_member", ["s.id", me], [], lines, {}),
+                 Call("get_session", ["s.id"], ["current.data", "current.etag"], lines, {}),
+                 Call("update_session", ["s.id", "current.data", "current.etag", me], ["r.version"], lines, {})]
+        levers.append("versions")
+        d.shapers.append((4, lambda pop, rng, profile: _shape_not_owned(pop, rng, type_, kind, pe, me)))
+    elif body == "delete":
+        lines = (f'        requests.delete(f"{item}", headers={{"If-Match": str(s["version"])}})\n'
+                 f'        changed1.append(s["id"])\n')
+        muts.append(Mutation("stale_version", 'headers={"If-Match": str(s["version"])}', 'headers={"If-Match": "1"}'))
+        act = {"natural": "delete it", "steps": "delete it, sending its version in `If-Match`, and append its id "
+                                                "to `changed1`", "vague": "remove it"}
+        keep = {"natural": "the ids of the sessions deleted in that loop", "steps": "`changed1`",
+                "vague": "the ids of the sessions removed in that pass"}
+        calls = [Call("delete_session", ["s.id", "s.version"], [], lines, {})]
+        levers.append("versions")
+    else:  # retitle
+        lines = (f'        requests.delete(f"{item}/members/{{{me}}}")\n'
+                 f'        current = requests.get(f"{item}")\n'
+                 f'        r = requests.put(f"{item}", json={{**current.json()["data"], "title": '
+                 f'current.json()["data"]["title"] + {suffix!r}}}, headers={{"If-Match": current.headers["ETag"]}})\n'
+                 f'        changed1.append(r.json()["version"])\n')
+        muts += [Mutation("stale_data", 'json={**current.json()["data"], "title": current.json()["data"]["title"]',
+                          'json={**s["data"], "title": s["data"]["title"]'),
+                 Mutation("stale_version", 'headers={"If-Match": current.headers["ETag"]})\n        changed1',
+                          'headers={"If-Match": str(s["version"])})\n        changed1')]
+        act = {"natural": f"remove `{me}` from its members if it is one, then append {suffix!r} to its title, "
+                          f"keeping the rest of its data as it is at that point",
+               "steps": f"remove `{me}` from its members with the members endpoint (a 404 means it was not one), "
+                        f"read the session again, then update it with its current data and {suffix!r} appended to "
+                        f"its title, sending its current ETag in `If-Match`; append the version the update answers "
+                        f"to `changed1`",
+               "vague": f"first take `{me}` off its members where `{me}` is one, then give its title an extra "
+                        f"{suffix!r} at the end, its other data as it then stands (two changes, in that order)"}
+        keep = {"natural": "the version each of those sessions has right after its title changed",
+                "steps": "`changed1`", "vague": "the version each of them has right after its title changed"}
+        calls = [Call("remove_member", ["s.id", me], [], lines, {}),
+                 Call("get_session", ["s.id"], ["current.data", "current.etag"], lines, {}),
+                 Call("update_session", ["s.id", "current.data", "current.etag"], ["r.version"], lines, {})]
+        levers.append("versions")
+    muts.append(Mutation("first_match", lines, lines + "        break\n"))
+    code = head + lines
+    pt = _pred_text(kind, pe) if not chain else {
+        "natural": "that the owner of the session found first also owns",
+        "steps": "whose owner is the owner of `found1`",
+        "vague": "owned by whoever owns the session identified first"}
+    texts = {
+        "natural": [f"Then, for every {t} session of `src1` {pt['natural']}, {act['natural']}."],
+        "steps": [f"Set `changed1` to an empty list and go through every page of the {t} sessions of `src1`.",
+                  f"For each session {pt['steps']}: {act['steps']}."],
+        "vague": [f"Then, for each {tw} session of `src1` {pt['vague']}, {act['vague']}."],
+    }
+    facts = [("input", "the setup variable `src1`", ("`src1`",)),
+             *([] if chain else [("input", f"the setup variable `{pe}`", (f"`{pe}`",))]),
+             ("input", f"the setup variable `{me}`", (f"`{me}`",)),
+             ("value", "loop: the session type", (t, f"{tw} session", f"{tw} sessions")),
+             ("value", "loop: the predicate", tuple(pt.values()))]
+    if body == "retitle":
+        facts.append(("value", "loop: the title suffix", (repr(suffix),)))
+    results = [Result("changed1", {"natural": keep["natural"] + " (in listing order)", "steps": keep["steps"],
+                                   "vague": keep["vague"] + " (in listing order)"})]
+    calls = [Call("list_sessions", ["src1"] + (["found1.data"] if chain else []), ["s.id", "s.data", "s.version"], head, {})] + calls
+    d.shapers.append((0, lambda pop, rng, profile: _shape_loop(pop, rng, profile, type_, kind, pe, me, body)))
+    step = Step("loop", code, texts, facts, muts, results, calls, tuple(levers))
+    return step, {"type": type_, "body": body, "same": same, "kind": kind, "pe": pe, "me": me,
+                  "suffix": suffix if body == "retitle" else None}
+
+
+def rename(d: _Draw, found: dict, looped: dict) -> Step:
+    """Recovery: append a suffix to the found session's title; a 412 (the loop changed it) is met by reading it
+    again and retrying once."""
+    url = found["url"]
+    suffix = d.rng.choice([x for x in SUFFIXES if x != looped.get("suffix")])
+    item = f"{{{url}}}/{{found1['id']}}"
+    first = (f'r = requests.put(f"{item}", json={{**found1["data"], "title": found1["data"]["title"] + {suffix!r}}}, '
+             f'headers={{"If-Match": str(found1["version"])}})\n')
+    retry = (f'    r = requests.put(f"{item}", json={{**current.json()["data"], "title": current.json()["data"]["title"]'
+             f' + {suffix!r}}}, headers={{"If-Match": current.headers["ETag"]}})\n')
+    recover = f'if r.status_code == 412:\n    current = requests.get(f"{item}")\n' + retry
+    code = first + recover + 'version1 = r.json()["version"]\n'
+    stale = (f'    r = requests.put(f"{item}", json={{**found1["data"], "title": found1["data"]["title"] + {suffix!r}}}, '
+             f'headers={{"If-Match": current.headers["ETag"]}})\n')
+    muts = [Mutation("no_retry", recover, ""), Mutation("retry_stale", retry, stale)]
+    texts = {
+        "natural": [f"Then append {suffix!r} to the title of the session you found first, keeping the rest of "
+                    f"its data as it is at that point."],
+        "steps": [f"Update `found1` with its data and {suffix!r} appended to its title, sending its version in "
+                  f"`If-Match`; if the service answers 412 (it changed since it was read), read it again and retry "
+                  f"once with its current data, {suffix!r} appended to its current title, and its current ETag. Let "
+                  f"`version1` be the version the successful update answers."],
+        "vague": [f"Then the session identified first should get {suffix!r} added to the end of its title, "
+                  f"its other data as it then stands."],
+    }
+    facts = [("value", "rename: the title suffix", (repr(suffix),))]
+    results = [Result("version1", {"natural": "the version that session has after the renaming",
+                                   "steps": "`version1`", "vague": "the version it ends with"})]
+    calls = [Call("update_session", ["found1.id", "found1.data", "found1.version"], ["r.status"], first, {}),
+             Call("get_session", ["found1.id", "r.status"], ["current.data", "current.etag"], recover, {}),
+             Call("update_session", ["found1.id", "current.data", "current.etag"], ["r.version"], retry, {})]
+    d.shapers.append((2, lambda pop, rng, profile: _shape_stale(pop, rng, profile, found, looped)))
+    return Step("recovery", code, texts, facts, muts, results, calls, ("recovery", "versions"))
+
+
+def aggregate(d: _Draw, types: list[str], found: dict | None = None) -> Step:
+    """A count, total or maximum over a collection, read after the writes before it; or, with `found`, how many
+    members the session found first has by then."""
+    rng = d.rng
+    if found is not None and rng.random() < 0.4:
+        url = found["url"]
+        # The found session always has a `members` field (`_shape_missing` spares it).
+        line = f'count1 = len(requests.get(f"{{{url}}}/{{found1[\'id\']}}").json()["data"]["members"])\n'
+        muts = [Mutation("stale_data", line, 'count1 = len(found1["data"]["members"])\n')]
+        texts = {"natural": ["Once that is done, work out how many members the session found first has at that "
+                             "point."],
+                 "steps": ["Read `found1` again and let `count1` be the number of its members now."],
+                 "vague": ["Once that is done, determine how many members the session identified first has by "
+                           "then."]}
+        results = [Result("count1", {"natural": "that number", "steps": "`count1`", "vague": "that number"})]
+        calls = [Call("get_session", ["found1.id"], ["count1"], line, {})]
+        return Step("aggregate", line, texts, [], muts, results, calls, ("aggregates", "versions"))
+    type_ = rng.choice(types)
+    url = d.url(type_)
+    kind = rng.choice(("count", "total", "max"))
+    t, tw = f"`{type_}`", _tw(type_)
+    facts = [("value", "aggregate: the session type", (t, f"{tw} session", f"{tw} sessions"))]
+    if kind == "count":
+        email = d.email()
+        line = f'count1 = sum(1 for s in every_session({url}) if {email} in s["data"].get("members", []))\n'
+        muts = [Mutation("aggregate", line, line.replace("sum(1 for", 'sum(len(s["data"].get("members", [])) for')),
+                Mutation("predicate", line, line.replace(_pred("member", email), _pred("owner", email)))]
+        what = {"natural": f"how many {t} sessions of `src1` list `{email}` as a member",
+                "steps": f"the number of {t} sessions of `src1` whose members include `{email}`",
+                "vague": f"the number of {tw} sessions of `src1` having `{email}` among their members"}
+        facts += [("input", f"the setup variable `{email}`", (f"`{email}`",)),
+                  ("value", "aggregate: what is counted", ("how many", "the number of"))]
+    elif kind == "total":
+        line = f'count1 = sum(len(s["data"].get("members", [])) for s in every_session({url}))\n'
+        muts = [Mutation("aggregate", line, f"count1 = len(every_session({url}))\n")]
+        what = {"natural": f"the total number of members over all {t} sessions of `src1`",
+                "steps": f"the sum of the member counts of all {t} sessions of `src1`",
+                "vague": f"the total number of members over all {tw} sessions of `src1`"}
+        facts.append(("value", "aggregate: a total of members", ("total number of members", "sum of the member")))
+    else:
+        line = f'count1 = max((len(s["data"].get("members", [])) for s in every_session({url})), default=0)\n'
+        muts = [Mutation("aggregate", line, line.replace("count1 = max(", "count1 = min("))]
+        what = {"natural": f"the largest number of members any {t} session of `src1` has (0 if there is none)",
+                "steps": f"the largest member count among the {t} sessions of `src1` (0 if there is none)",
+                "vague": f"the largest number of members any {tw} session of `src1` has (0 if there is none)"}
+        facts.append(("value", "aggregate: the maximum", ("largest",)))
+    texts = {"natural": [f"Once that is done, work out {what['natural']}."],
+             "steps": [f"Read every page of the {t} sessions of `src1` again and let `count1` be {what['steps']}."],
+             "vague": [f"Once that is done, determine {what['vague']}."]}
+    results = [Result("count1", {"natural": "that number", "steps": "`count1`", "vague": "that number"})]
+    calls = [Call("list_sessions", ["src1"], ["count1"], line, {})]
+    return Step("aggregate", line, texts, facts, muts, results, calls, ("aggregates", "pagination"))
+
+
+def bulk(d: _Draw, types: list[str], avoid: tuple[str, ...] = ()) -> Step:
+    """`avoid`: addresses that own the session found first (deleting it would undo what the steps before did)."""
+    type_ = d.rng.choice(types)
+    url = d.url(type_)
+    email = d.email(avoid=avoid)
+    t, tw = f"`{type_}`", _tw(type_)
+    line = f'deleted1 = requests.post(f"{{{url}}}/query/delete", json={{"data.owner": {email}}}).json()["deleted"]\n'
+    muts = [Mutation("predicate", line, line.replace('"data.owner"', '"data.members"'))]
+    texts = {"natural": [f"Then delete every {t} session of `src1` that `{email}` owns."],
+             "steps": [f"Delete the {t} sessions of `src1` whose `data.owner` is `{email}` with the bulk delete "
+                       f"endpoint and let `deleted1` be the number it answers."],
+             "vague": [f"Then get rid of all {tw} sessions of `src1` owned by `{email}`."]}
+    facts = [("input", f"the setup variable `{email}`", (f"`{email}`",)),
+             ("value", "bulk: the session type", (t, f"{tw} session", f"{tw} sessions"))]
+    results = [Result("deleted1", {"natural": f"how many sessions that last deletion (by owner) removed",
+                                   "steps": "`deleted1`",
+                                   "vague": f"how many sessions owned by `{email}` were removed at that point"})]
+    calls = [Call("delete_by_filter", ["src1", email], ["deleted1"], line, {})]
+    d.shapers.append((0, lambda pop, rng, profile: _shape_bulk(pop, rng, profile, type_, email)))
+    return Step("bulk", line, texts, facts, muts, results, calls, ())
+
+
+# ------------------------------------------------------------------------------------------ populations
+
+
+class _Pop:
+    """A population being drawn: the setup's values and the sessions of each collection of src1, in creation
+    order within each (`colls`), plus the decoys elsewhere."""
+
+    def __init__(self, values: dict, people: list[str], colls: dict[str, list[dict]]):
+        self.values, self.people, self.colls = values, people, colls
+        self.decoys: list[tuple[str, str, dict]] = []  # (source key: "src1" or "other", type, data)
+
+
+def _shape_loop(pop: _Pop, rng, profile, type_, kind, pe, me, body) -> None:
+    coll = pop.colls[type_]
+    p, m = pop.values[pe], pop.values[me]
+    hits = set(_match_positions(profile, len(coll), rng))
+    for i, data in enumerate(coll):
+        _make_match(kind, p, data, rng, pop.people, i in hits)
+    acted = sorted(hits)
+    if body in ("remove", "add", "handover", "retitle") and acted:
+        # Some matches have the member and some do not, so that the body acts on some and leaves others; at least
+        # one is acted on (it has the member to remove, or lacks the one to add).
+        # The last match (on a later page in most profiles) is always acted on; with several matches, one is not.
+        last, rest = acted[-1], acted[:-1]
+        acts = {last} | set(rng.sample(rest, len(rest) // 2))
+        if rest and len(acts) == len(acted):
+            acts.discard(rng.choice(rest))
+        has = acts if body in ("remove", "retitle") else set(acted) - acts
+        for i in acted:
+            _make_match("member", m, coll[i], rng, pop.people, i in has)
+            if body == "handover" and coll[i]["owner"] == m:  # a handover always changes the owner
+                coll[i]["owner"] = rng.choice([x for x in pop.people if x not in (m, p)])
+    # Decoy: a session of another source with the same type that the predicate would match.
+    decoy = _fresh_data(rng, pop)
+    _make_match(kind, p, decoy, rng, pop.people, True)
+    pop.decoys.append(("other", type_, decoy))
+
+
+def _shape_title(pop: _Pop, rng, profile, type_) -> None:
+    coll = pop.colls[type_]
+    at = {"page+1": len(coll) - 1, "large": len(coll) - 1, "page": len(coll) - 1}.get(profile, rng.randrange(len(coll)))
+    coll[at]["title"] = pop.values["title1"]
+    decoy = _fresh_data(rng, pop)
+    decoy["title"] = pop.values["title1"]
+    other = rng.choice([t for t in words.CONTENT_TYPES if t != type_])
+    pop.decoys.append(("src1", other, decoy))
+
+
+def _shape_newest(pop: _Pop, rng, profile, type_, email) -> None:
+    coll = pop.colls[type_]
+    n, address = len(coll), pop.values[email]
+    owned = {"single": [rng.randrange(n)], "none": [rng.randrange(n)], "page": [0, n - 1], "page+1": [1, n - 1],
+             "large": sorted({rng.randrange(n - 1), rng.randrange(n - 1), n - 1})}.get(profile)
+    if owned is None:
+        owned = sorted(rng.sample(range(n), rng.randint(2, 3)))
+    for i, data in enumerate(coll):
+        _make_match("owner", address, data, rng, pop.people, i in owned)
+
+
+def _shape_extreme(pop: _Pop, rng, profile, type_, most, oldest, emails) -> None:
+    """The extreme made where the profile wants it (on the second page for page+1 and large), tied in some
+    profiles so that the stated tie-break decides. Addresses the program names keep their membership where they
+    can, so that the steps shaped before still see what they were shaped for."""
+    coll = pop.colls[type_]
+    n = len(coll)
+    tie = profile in ("original", "page+1", "large", "single") and n >= 2
+    if profile in ("page+1", "large"):
+        spots = [rng.randrange(DEFAULT_PAGE), n - 1] if tie else [n - 1]
+    else:
+        spots = sorted(rng.sample(range(n), 2 if tie else 1))
+    named = {pop.values[e] for e in emails}
+    sizes = [len(x["members"]) for i, x in enumerate(coll) if i not in spots]
+    if most:
+        size = max(sizes, default=1) + rng.randint(1, 2)
+    else:
+        size = 1
+        for i, x in enumerate(coll):  # every other session has at least two
+            if i not in spots and len(x["members"]) < 2:
+                x["members"] = x["members"] + [rng.choice([p for p in pop.people if p not in x["members"]])]
+    for i in spots:
+        keep = [m for m in coll[i]["members"] if m in named][:size]
+        others = [p for p in pop.people if p not in keep]
+        coll[i]["members"] = keep + rng.sample(others, size - len(keep))
+        if not most and profile in ("original", "large", "page+1"):  # no `members` field: no members, the fewest
+            del coll[i]["members"]
+
+
+def _found(pop: _Pop, found: dict) -> int:
+    """Where the lookup's session stands in its collection (the reference's own rule)."""
+    coll = pop.colls[found["type"]]
+    how = found["how"]
+    if how[0] == "title":
+        return next(i for i, x in enumerate(coll) if x["title"] == pop.values["title1"])
+    if how[0] == "newest":
+        return [i for i, x in enumerate(coll) if x["owner"] == pop.values[how[1]]][-1]
+    _, most, oldest = how
+    sizes = [len(x.get("members", [])) for x in coll]
+    best = max(sizes) if most else min(sizes)
+    spots = [i for i, k in enumerate(sizes) if k == best]
+    return spots[0] if oldest else spots[-1]
+
+
+def _shape_missing(pop: _Pop, rng, profile, found) -> None:
+    """Records as real services keep them: some sessions have no `members` field at all (the documentation says
+    so). Only sessions nothing is shaped around lose it: no named address among their owner and members, not the
+    session found first, not one with the most members, and none in a collection where the fewest are sought."""
+    named = {v for k, v in pop.values.items() if k.startswith(("email", "_")) and isinstance(v, str)}
+    for type_, coll in pop.colls.items():
+        if found is not None and found["type"] == type_ and found["how"][:1] == ("extreme",) and not found["how"][1]:
+            continue  # the fewest members: `_shape_extreme` decides which sessions have no field
+        skip = _found(pop, found) if found is not None and found["type"] == type_ else -1
+        top = max((len(x.get("members", [])) for x in coll), default=0)
+        spare = [i for i, x in enumerate(coll) if i != skip and x["owner"] not in named
+                 and not named & set(x.get("members", [])) and len(x.get("members", [])) < top]
+        for i in rng.sample(spare, min(len(spare), rng.randint(1, 2))):
+            del coll[i]["members"]
+
+
+def _shape_not_owned(pop: _Pop, rng, type_, kind, pe, me) -> None:
+    """A handover's text says its new owner owns none of the sessions handed over yet: made true last."""
+    named = {v for k, v in pop.values.items() if k.startswith(("email", "_")) and isinstance(v, str)}
+    for data in pop.colls[type_]:
+        if _matches(kind, pop.values[pe], data) and data["owner"] == pop.values[me]:
+            data["owner"] = rng.choice([x for x in pop.people if x not in named])
+
+
+def _shape_chain(pop: _Pop, found: dict, pe: str) -> None:
+    """The session found first is owned by the address the loop's sessions are shaped around."""
+    pop.colls[found["type"]][_found(pop, found)]["owner"] = pop.values[pe]
+
+
+def _shape_stale(pop: _Pop, rng, profile, found, looped) -> None:
+    """In some profiles the loop acts on the session found first, so that writing to it afterwards with what was
+    read before the loop is refused (412) or would undo the loop's change."""
+    if profile not in ("original", "page+1", "large", "single"):
+        return
+    i = _found(pop, found)
+    data = pop.colls[found["type"]][i]
+    before = json.loads(json.dumps(data))
+    _make_match(looped["kind"], pop.values[looped["pe"]], data, rng, pop.people, True)
+    if looped["body"] in ("remove", "retitle"):
+        _make_match("member", pop.values[looped["me"]], data, rng, pop.people, True)
+    elif looped["body"] in ("add", "handover"):
+        _make_match("member", pop.values[looped["me"]], data, rng, pop.people, False)
+    if _found(pop, found) != i:  # the change moved the lookup to another session: this input stays as it was
+        data.clear()
+        data.update(before)
+
+
+def _shape_ensure(pop: _Pop, rng, profile, type_) -> None:
+    coll = pop.colls[type_]
+    if profile in ("original", "page+1", "large"):
+        at = len(coll) - 1 if profile != "original" else rng.randrange(len(coll))
+        coll[at]["title"] = pop.values["title1"]
+    decoy = _fresh_data(rng, pop)
+    decoy["title"] = pop.values["title1"]
+    pop.decoys.append(("other", type_, decoy))
+
+
+def _shape_bulk(pop: _Pop, rng, profile, type_, email) -> None:
+    """Some sessions of the collection owned by the address (none in the `none` profile), and some that only list
+    it as a member (a filter on the members would delete those too). Sessions owned by another address the program
+    names keep their owner: the steps before shaped them."""
+    coll = pop.colls[type_]
+    address = pop.values[email]
+    named = {v for k, v in pop.values.items() if k.startswith(("email", "_")) and isinstance(v, str)}
+    free = [x for x in coll if x["owner"] not in named]
+    for data in free:
+        if rng.random() < 0.3 and profile != "none":
+            data["owner"] = address
+    if free and profile != "none" and not any(x["owner"] == address for x in coll):
+        free[-1]["owner"] = address
+    for data in free:
+        if data["owner"] != address and rng.random() < 0.4 and address not in data.get("members", [address]):
+            data["members"] = data["members"] + [address]
+
+
+def _fresh_data(rng: random.Random, pop: _Pop) -> dict:
+    return words.session_data(rng, pop.people, pop.values.setdefault("_titles", set()))
+
+
+def _draw_population(d: _Draw, rng: random.Random, profile: str) -> State:
+    emails: set[str] = set()
+    titles: set[str] = set()
+    values = {"src1": rng.choice(words.SOURCES)}
+    for name in d.emails:
+        values[name] = words.person(rng, emails)
+    for name in d.hidden:
+        values[name] = words.person(rng, emails)
+    people = [values[n] for n in d.emails + d.hidden] + [words.person(rng, emails) for _ in range(5)]
+    if d.title:
+        values["title1"] = words.title(rng, titles)
+    values["_titles"] = titles
+    sizes = {t: _size(profile, rng) for t in d.types}
+    pop = _Pop(values, people, {t: [words.session_data(rng, people, titles) for _ in range(sizes[t])]
+                                for t in d.types})
+    for _, shape in sorted(d.shapers, key=lambda pair: pair[0]):  # loops first, then lookups, then staleness
+        shape(pop, rng, profile)
+    # Noise: other collections of src1 and the same collections under another source.
+    other_source = rng.choice([s for s in words.SOURCES if s != values["src1"]])
+    streams: list[list[dict]] = []
+    for t in d.types:
+        streams.append([{"source": values["src1"], "type": t, "data": x} for x in pop.colls[t]])
+    extra_types = [t for t in words.CONTENT_TYPES if t not in d.types]
+    for t in rng.sample(extra_types, min(2, len(extra_types))):
+        streams.append([{"source": values["src1"], "type": t, "data": _fresh_data(rng, pop)}
+                        for _ in range(rng.randint(2, 5))])
+    for t in d.types:
+        streams.append([{"source": other_source, "type": t, "data": _fresh_data(rng, pop)}
+                        for _ in range(rng.randint(2, 4))])
+    for where, t, data in pop.decoys:
+        streams.append([{"source": values["src1"] if where == "src1" else other_source, "type": t, "data": data}])
+    records = _interleave(streams, rng)
+    seen: set[str] = set()
+    for r in records:
+        r["id"] = f"{rng.getrandbits(96):024x}"
+        r["version"] = rng.randint(1, 4)
+        key = json.dumps([r["source"], r["type"], r["data"]], sort_keys=True)
+        if key in seen:  # identical data in one collection cannot be stored twice
+            r["data"]["description"] += " (second copy)"
+        seen.add(key)
+    state = State()
+    state.declare(Var("src1", SOURCE, values["src1"]))
+    for name in d.emails:
+        state.declare(Var(name, EMAIL, values[name]))
+    if d.title:
+        state.declare(Var("title1", TITLE, values["title1"]))
+    stored = [{"id": r["id"], "source": r["source"], "type": r["type"], "data": r["data"], "version": r["version"]}
+              for r in records]
+    state.assets[ASSET] = Asset(ASSET, ASSET, {"count": len(stored)}, asset_data(stored, FRONTIER))
+    return state
+
+
+def _interleave(streams: list[list[dict]], rng: random.Random) -> list[dict]:
+    """The streams merged in a random order that keeps each stream's own order (creation over time)."""
+    out, heads = [], [list(s) for s in streams if s]
+    while heads:
+        weights = [len(h) for h in heads]
+        k = rng.choices(range(len(heads)), weights=weights)[0]
+        out.append(heads[k].pop(0))
+        if not heads[k]:
+            heads.pop(k)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- the plan
+
+
+def plan(scenario, rng: random.Random) -> Plan:
+    """One frontier program of three or four steps (see the module docstring)."""
+    d = _Draw(rng)
+    steps: list[Step] = []
+    found = None
+    if rng.random() < 0.7:
+        step, found = lookup(d)
+    else:
+        step, _ = ensure(d)
+    steps.append(step)
+    # The loop may run over the found session's own collection, and act on it: only when acting on it cannot make
+    # another session the one the lookup finds (the most or fewest members change as the loop adds or removes).
+    same = found is not None and found["kind"] in ("title", "newest") and rng.random() < 0.85
+    fix = same and rng.random() < 0.75  # rename the found session after the loop (recovery from a stale read)
+    chain = found is not None and found["kind"] != "newest" and rng.random() < 0.7
+    # When the loop may act on the found session, its change must keep that session the one the lookup finds: the
+    # most members only grow, the fewest only shrink, and the newest of an owner keeps its owner.
+    kinds = ("member",) if same and found["kind"] == "newest" else ("owner", "member")
+    step, looped = loop(d, found, allow_delete=not fix, chain=chain, same=same, kinds=kinds)
+    steps.append(step)
+    if fix:
+        steps.append(rename(d, found, looped))
+    if rng.random() < 0.3:
+        owners = (looped["pe"], looped["me"]) + ((found["how"][1],) if found and found["how"][0] == "newest" else ())
+        steps.append(bulk(d, list(d.types), avoid=owners))
+    else:
+        # How many members the found session ends with, when the loop may have changed them.
+        target = found if same and looped["body"] in ("remove", "add", "handover", "retitle") else None
+        if target is not None and not fix:
+            d.shapers.append((2, lambda pop, rng, profile: _shape_stale(pop, rng, profile, found, looped)))
+        steps.append(aggregate(d, list(d.types), target))
+    if found is not None:
+        steps[0].results.insert(0, Result('found1["id"]', {"natural": "the id of the session found first",
+                                                          "steps": "the id of `found1`",
+                                                          "vague": "the id of the session identified first"}))
+    d.shapers.append((3, lambda pop, rng, profile: _shape_missing(pop, rng, profile, found)))
+    preamble = HELPER + "\n" + "".join(d.url_lines)
+    return Plan(scenario, preamble, list(HELPER_MUTATIONS) + [MISSING], steps, lambda r, p: _draw_population(d, r, p), PROFILES,
+                _intro(d))

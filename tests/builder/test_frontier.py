@@ -1,0 +1,167 @@
+"""The frontier tier (`--tier frontier`): programs that read the world, built by `builder/frontier.py` from the
+session scenario's steps (`scenarios/session/tasks.py`), end to end through the real pipeline and sandbox."""
+
+from __future__ import annotations
+
+import ast
+import json
+import random
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from builder import facts, frontier
+from builder.config import BuildConfig
+from builder.pipeline import build
+from builder.stats import table1
+from evaluate.data import load_tasks
+from scenarios import get_scenario
+from scenarios.grammar import MUST_KILL
+from scenarios.session.frontier import DEFAULT_PAGE, MAX_PAGE
+from scenarios.session.store import parse_asset
+
+ROOT = Path(__file__).resolve().parents[2]
+FRONTIER = dict(scenarios=["session"], tier="frontier", n=6, seed=11, created_at="2026-01-01", workers=2)
+
+
+@pytest.fixture(scope="module")
+def programs():
+    session = get_scenario("session")
+    return [frontier.generate(session, random.Random(seed)) for seed in range(120)]
+
+
+@pytest.fixture(scope="module")
+def frontier_build(tmp_path_factory):
+    out = tmp_path_factory.mktemp("frontier") / "stateeval"
+    report = build(BuildConfig(out=str(out), **FRONTIER))
+    return out, report
+
+
+def test_the_same_draw_gives_the_same_program_and_words():
+    session = get_scenario("session")
+    a, b = (frontier.generate(session, random.Random(7)) for _ in range(2))
+    assert a.reference_code() == b.reference_code()
+    for variant in ("natural", "steps", "vague"):
+        assert a.render(variant, random.Random(1)).text == b.render(variant, random.Random(1)).text
+    assert a.population("large", random.Random(3)).assets == b.population("large", random.Random(3)).assets
+
+
+def test_programs_combine_every_construct_and_parse(programs):
+    kinds = Counter(k for p in programs for k in p.constructs())
+    assert set(kinds) == {"lookup", "loop", "aggregate", "recovery", "bulk"}
+    levers = Counter(lever for p in programs for lever in p.levers())
+    assert {"pagination", "versions", "lookups", "loops", "aggregates", "recovery"} <= set(levers)
+    for p in programs:
+        ast.parse(p.reference_code())
+        assert p.reference_code().rstrip().splitlines()[-1].startswith("RESULT = [")
+
+
+def test_every_variant_states_every_fact(programs):
+    for p in programs:
+        required = facts.required(p)
+        assert any(f.kind == "result" for f in required)
+        for variant in ("natural", "steps", "vague"):
+            rendered = p.render(variant, random.Random(0))
+            assert facts.missing(rendered.text, required, rendered.refs) == [], (variant, rendered.text)
+
+
+def test_a_text_that_drops_a_construct_fails_the_fact_check(programs):
+    p = next(p for p in programs if "aggregate" in p.constructs())
+    rendered = p.render("natural", random.Random(0))
+    sentences = rendered.text.split(". ")
+    cut = ". ".join(s for s in sentences if "work out" not in s)  # the aggregate's sentence gone
+    assert facts.missing(cut, facts.required(p), rendered.refs)
+
+
+def test_mutants_are_programs_and_cover_each_construct(programs):
+    operators = Counter()
+    for p in programs:
+        reference = p.reference_code()
+        for operator, change, code, items in p.mutants():
+            assert code != reference and " -> " in change
+            ast.parse(code)
+            operators[operator] += 1
+            if operator == "result":
+                assert items is not None
+    assert {"first_page", "last_page", "one_big_page", "first_match", "tie_break", "predicate", "aggregate",
+            "stale_version", "stale_data", "no_retry", "retry_stale", "never_create", "always_create",
+            "collect_all", "missing_field"} <= set(operators)
+    assert {op for op in operators if op in MUST_KILL} == set(operators) - {"result", "argument"}
+
+
+def test_populations_follow_their_profile(programs):
+    p = programs[0]
+    coll_type = p.plan.steps[1].code.split("every_session(")[1].split("_url")[0]
+    sizes = {}
+    for profile in p.plan.profiles:
+        state = p.population(profile, random.Random(5))
+        tier, sessions = parse_asset(state.assets["sessions"].data)
+        assert tier == "frontier"
+        src = state.vars["src1"].value
+        sizes[profile] = sum(s["source"] == src and s["type"] == coll_type for s in sessions)
+        assert len({s["id"] for s in sessions}) == len(sessions)
+        assert all(1 <= s["version"] <= 4 for s in sessions)
+    assert sizes["page"] == DEFAULT_PAGE and sizes["page+1"] == DEFAULT_PAGE + 1 and sizes["large"] == MAX_PAGE + 1
+
+
+def test_a_frontier_build_keeps_its_tasks_and_its_reference_passes(frontier_build, tmp_path):
+    out, report = frontier_build
+    tasks, manifest = load_tasks(str(out))
+    assert manifest["config"]["tier"] == "frontier" and manifest["config"]["difficulty"] == {"tier": "frontier"}
+    assert "config_name: frontier" in (out / "README.md").read_text()
+    assert len(tasks) >= 5 and report["mutation"]["session"]["score"] == 1.0
+    for t in tasks:
+        assert [c.name for c in t.test_cases[:6]] == ["original", "none", "single", "page", "page+1", "large"]
+        assert t.api_doc.startswith("# Session Service API") and "If-Match" in t.api_doc
+        assert t.num_api_calls == len(t.api_calls) == len(json.loads(t.test_cases[0].trace)["calls"])
+        assert get_scenario("session").task_tier(t) == "frontier"
+    rows = table1(tasks, frontier=True)
+    assert rows["session"]["api_calls"]["mean"] >= 7 and rows["session"]["pair_coverage"] is None
+    for mode in ("code", "tools"):
+        proc = subprocess.run([sys.executable, "-m", "evaluate", "--model", "reference", "--dataset", str(out),
+                               "--mode", mode, "--out", str(tmp_path / mode), "--workers", "2"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        results = next((tmp_path / mode).rglob("results*.json"))
+        assert json.loads(results.read_text())["summary"]["overall"]["pass@1"] == 1.0
+
+
+def test_the_same_seed_gives_the_same_bytes(frontier_build, tmp_path):
+    out, _ = frontier_build
+    again = tmp_path / "again"
+    build(BuildConfig(out=str(again), **FRONTIER))
+    assert json.loads((again / "MANIFEST.json").read_text())["content_hash"] == \
+        json.loads((out / "MANIFEST.json").read_text())["content_hash"]
+
+
+def test_a_wrong_program_fails_where_the_world_says_so(frontier_build, tmp_path):
+    """Only the first page of every listing: a program a model writes when it skips the paging rule."""
+    out, _ = frontier_build
+    tasks, _ = load_tasks(str(out))
+    lines = []
+    for t in tasks:
+        code = t.reference_program.replace('        if page["next"] is None:\n            return sessions\n',
+                                           "        return sessions\n")
+        lines.append({"task_id": t.task_id, "code": code})
+    samples = tmp_path / "first-page.jsonl"
+    samples.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    proc = subprocess.run([sys.executable, "-m", "evaluate", "--samples", str(samples), "--dataset", str(out),
+                           "--out", str(tmp_path / "scores"), "--workers", "2"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads(next((tmp_path / "scores").rglob("results*.json")).read_text())
+    assert results["summary"]["overall"]["pass@1"] == 0.0
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--tier", "frontier"], "no frontier tier yet"),
+    (["--tier", "frontier", "--scenarios", "session", "--translator", "openai:gpt-4.1"], "template translator"),
+    (["--tier", "hard"], "invalid choice"),
+])
+def test_bad_tier_settings_are_refused_in_one_line(argv, message, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "builder", *argv, "--out", str(tmp_path / "x")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and message in proc.stderr
