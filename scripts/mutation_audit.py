@@ -37,8 +37,13 @@ sys.path.insert(0, str(ROOT))
 
 from evaluate.data import DatasetError, load_tasks  # noqa: E402
 
-OPERATORS = ("delete_stmt", "swap_api", "change_literal", "swap_args", "replace_var",
-             "negate_cond", "swap_compare", "drop_result", "swap_result")
+PAPER_OPERATORS = ("delete_stmt", "swap_api", "change_literal", "swap_args", "replace_var",
+                   "negate_cond", "swap_compare", "drop_result", "swap_result")
+# The frontier tier's programs loop, page and pick (README, "The frontier tier"): its slips, written here over the
+# syntax alone: a loop cut after its first pass (the first page, the first match), a loop over all but the last
+# item (a bound off by one), an extreme of the other kind, a tie broken the other way.
+FRONTIER_OPERATORS = ("loop_once", "loop_bound", "swap_extreme", "swap_tiebreak")
+OPERATORS = PAPER_OPERATORS + FRONTIER_OPERATORS
 
 # Plausible confusions per scenario: an API, and what a wrong answer might call in its place with the same arguments.
 SWAPS = {
@@ -65,6 +70,9 @@ STRING_OPTIONS = {
 }
 # Variables that hold the same kind of value (by name without its number); any other prefix is its own kind.
 KINDS = {"tensor": {"x": "act", "v": "act"},
+         # the frontier tier: a session read before a change (found, s) and one read after it (current)
+         "session-frontier": {"found": "session", "s": "session", "current": "session", "matches": "list",
+                              "sessions": "list"},
          "session": {"found": "list", "sessions": "list"},
          "voice": {"s": "speech", "user_speech": "speech", "t": "text", "message": "text",
                    "category": "filter", "gender": "filter"}}
@@ -77,18 +85,31 @@ def kind(scenario: str, name: str) -> str:
     return KINDS.get(scenario, {}).get(prefix, prefix)
 
 
+def frontier(task) -> bool:
+    """A frontier-tier program: it defines a helper or loops (the paper's programs are straight, with if/else)."""
+    return any(isinstance(n, (ast.For, ast.While, ast.FunctionDef)) for n in ast.walk(ast.parse(task.reference_program)))
+
+
 def assigned(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
 def units(body: list[ast.stmt], scope: set[str]):
-    """(statement, the expression mutated in it, the variables defined before it) in program order."""
+    """(statement, the expression mutated in it, the variables defined before it) in program order. The bodies of
+    `if`, `for`, `while` and function definitions are walked statement by statement (a loop's variable and a
+    function's parameters in scope inside)."""
     scope = set(scope)
     for stmt in body:
         if isinstance(stmt, ast.If):
             yield stmt, stmt.test, frozenset(scope)
             yield from units(stmt.body, scope)
             yield from units(stmt.orelse, scope)
+        elif isinstance(stmt, (ast.For, ast.While)):
+            yield stmt, stmt.iter if isinstance(stmt, ast.For) else stmt.test, frozenset(scope)
+            inner = scope | (assigned(stmt.target) if isinstance(stmt, ast.For) else set())
+            yield from units(stmt.body, inner)
+        elif isinstance(stmt, ast.FunctionDef):
+            yield from units(stmt.body, scope | {a.arg for a in stmt.args.args} | {stmt.name})
         else:
             yield stmt, stmt, frozenset(scope)
         scope |= assigned(stmt)
@@ -119,7 +140,7 @@ class Mutator:
     """Every mutant of one reference program, as (operator, code); each edit is applied to a fresh copy."""
 
     def __init__(self, task: dict):
-        self.scenario = task.scenario
+        self.scenario = task.scenario + ("-frontier" if frontier(task) else "")
         self.tree = ast.parse(task.reference_program)
         self.order = {id(n): i for i, n in enumerate(ast.walk(self.tree))}
         self.setup_names = assigned(ast.parse(task.setup_code))  # x1, data1, COND, ...
@@ -131,6 +152,7 @@ class Mutator:
 
     def mutants(self):
         yield from self.deletions(self.tree)
+        yield from self.loops()
         for stmt, expr, scope in units(self.tree.body, self.setup_names):
             parents = {id(c): p for p in ast.walk(expr) for c in ast.iter_child_nodes(p)}
             for node in ast.walk(expr):
@@ -159,8 +181,25 @@ class Mutator:
             for i, stmt in enumerate(getattr(owner, field, [])):
                 if "RESULT" not in assigned(stmt):
                     yield self.make("delete_stmt", owner, lambda n, f=field, i=i: delete(getattr(n, f), i))
-                if isinstance(stmt, ast.If):
+                if isinstance(stmt, (ast.If, ast.For, ast.While, ast.FunctionDef)):
                     yield from self.deletions(stmt)
+
+    def loops(self):
+        """The frontier slips over loops and picks: a loop that stops after its first pass, a `for` over all but the
+        last item, max for min (and back), and an extreme's ties broken the other way (its sequence reversed)."""
+        for node in ast.walk(self.tree):
+            if isinstance(node, (ast.For, ast.While)):
+                yield self.make("loop_once", node, lambda n: n.body.append(ast.Break()))
+                if isinstance(node, ast.For):
+                    cut = lambda n: setattr(n, "iter", ast.Subscript(n.iter, ast.Slice(upper=ast.Constant(-1)),  # noqa: E731
+                                                                    ast.Load()))
+                    yield self.make("loop_bound", node, cut)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("max", "min") \
+                    and node.args:
+                other = "min" if node.func.id == "max" else "max"
+                yield self.make("swap_extreme", node, lambda n, o=other: setattr(n.func, "id", o))
+                if any(k.arg == "key" for k in node.keywords):
+                    yield self.make("swap_tiebreak", node, lambda n: n.args.__setitem__(0, flip_order(n.args[0])))
 
     def calls(self, call: ast.Call):
         name = ast.unparse(call.func)
@@ -191,6 +230,13 @@ class Mutator:
         keyword = parent.arg if isinstance(parent, ast.keyword) else None
         for value in literal_values(self.scenario, const.value, keyword, isinstance(parent, ast.JoinedStr)):
             yield self.make("change_literal", const, lambda n, v=value: setattr(n, "value", v))
+
+
+def flip_order(seq: ast.expr) -> ast.expr:
+    """`x[::-1]` for `x`, and `x` for `x[::-1]`."""
+    if isinstance(seq, ast.Subscript) and isinstance(seq.slice, ast.Slice) and ast.unparse(seq.slice) == "::-1":
+        return seq.value
+    return ast.Subscript(seq, ast.Slice(step=ast.UnaryOp(ast.USub(), ast.Constant(1))), ast.Load())
 
 
 def swap(seq: list, i: int, j: int) -> None:

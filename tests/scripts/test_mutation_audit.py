@@ -61,7 +61,46 @@ def test_report_arithmetic(audit):
 def test_every_operator_produces_mutants(audit):
     _, out = audit
     produced = {json.loads(line)["operator"] for line in (out / "mutants.map.jsonl").read_text().splitlines()}
-    assert set(load_script().OPERATORS) <= produced
+    assert set(load_script().PAPER_OPERATORS) <= produced
+
+
+FRONTIER_PROGRAM = """\
+def every_session(url):
+    sessions, params = [], {}
+    while True:
+        page = requests.get(url, params=params).json()
+        sessions += page["items"]
+        if page["next"] is None:
+            return sessions
+        params = {"cursor": page["next"]}
+
+found1 = max(every_session(group_url), key=lambda s: len(s["data"]["members"]))
+changed1 = []
+for s in every_session(group_url):
+    if s["data"]["owner"] == email1:
+        current = requests.get(f"{group_url}/{s['id']}")
+        changed1.append(current.json()["version"])
+RESULT = [found1["id"], changed1]
+"""
+
+
+def test_frontier_programs_get_the_frontier_operators_inside_loops_and_helpers():
+    audit = load_script()
+    task = SimpleNamespace(task_id="session-9999", scenario="session", setup_code="email1 = 'a@example.org'\n",
+                           reference_program=FRONTIER_PROGRAM)
+    chosen = audit.select(task, per_task=1000, seed=0)
+    by_op = {}
+    for op, code in chosen:
+        by_op.setdefault(op, []).append(code)
+    assert set(audit.FRONTIER_OPERATORS) <= set(by_op)
+    assert any("min(every_session(group_url)" in c for c in by_op["swap_extreme"])
+    assert any("every_session(group_url)[::-1]" in c for c in by_op["swap_tiebreak"])
+    assert any("for s in every_session(group_url)[:-1]:" in c for c in by_op["loop_bound"])
+    # a statement inside the loop body or the helper is deleted on its own (mutants are unparsed: single quotes);
+    # a session read after a change may be replaced by the one read before it
+    assert any("current = requests.get" not in c and "for s in" in c for c in by_op["delete_stmt"])
+    assert any("sessions += page['items']" not in c and "while True" in c for c in by_op["delete_stmt"])
+    assert any("changed1.append(s.json()['version'])" in c for c in by_op["replace_var"])
 
 
 def test_equivalent_mutants_are_generated_once():
