@@ -40,7 +40,6 @@ VARIANTS = ("natural", "steps", "vague")
 
 HELPER = '''\
 def every_session(url, body=None):
-    """Every session of a paged listing (a list, or a fetch when `body` is a filter), following `next`."""
     sessions, params = [], {}
     while True:
         page = requests.get(url, params=params) if body is None else requests.post(url, params=params, json=body)
@@ -222,7 +221,7 @@ def lookup(d: _Draw) -> tuple[Step, dict]:
         fn, other = ("max", "min") if most else ("min", "max")
         # Python's max and min keep the first of equal keys: the oldest of a listing, or the newest when reversed.
         oldest = rng.random() < 0.5
-        seq, flipped = ("sessions1", "sessions1[::-1]") if oldest else ("sessions1[::-1]", "sessions1")
+        seq, flipped = ("sessions1", "reversed(sessions1)") if oldest else ("reversed(sessions1)", "sessions1")
         line = f'found1 = {fn}({seq}, key=lambda s: len(s["data"].get("members", [])))\n'
         muts += [Mutation("tie_break", line, line.replace(f"{fn}({seq},", f"{fn}({flipped},")),
                  Mutation("aggregate", line, line.replace(f"{fn}(", f"{other}("))]
@@ -260,26 +259,26 @@ def ensure(d: _Draw) -> tuple[Step, dict]:
     email = d.email()
     t, tw = f"`{type_}`", _tw(type_)
     body = f'{{"title": title1, "description": "", "owner": {email}, "members": [{email}]}}'
-    code = (f'matches1 = [s for s in every_session({url}) if s["data"]["title"] == title1]\n'
-            f"if matches1:\n"
-            f"    requests.put(f\"{{{url}}}/{{matches1[0]['id']}}/members/{{{email}}}\")\n"
-            f'    ensured1 = matches1[0]["id"]\n'
+    code = (f'match1 = next((s for s in every_session({url}) if s["data"]["title"] == title1), None)\n'
+            f"if match1 is not None:\n"
+            f"    requests.put(f\"{{{url}}}/{{match1['id']}}/members/{{{email}}}\")\n"
+            f'    ensured1 = match1["id"]\n'
             f"else:\n"
             f'    ensured1 = requests.post({url}, json={body}).json()["id"]\n')
     muts = [Mutation("never_create", f'    ensured1 = requests.post({url}, json={body}).json()["id"]\n',
                      "    ensured1 = None\n"),
-            Mutation("always_create", "if matches1:\n", "if False:\n")]
+            Mutation("always_create", "if match1 is not None:\n", "if False:\n")]
     new = (f"with the title `title1`, an empty description, `{email}` as its owner and `{email}` as its only "
            f"member")
     texts = {
         "natural": [f"Make sure `src1` has a {t} session titled `title1` that lists `{email}` as a member: if "
                     f"there is one, add `{email}` to its members (nothing changes if already there); if there is "
                     f"none, add a new {t} session {new}."],
-        "steps": [f"Read every page of the {t} sessions of `src1` and keep those whose title is `title1` in "
-                  f"`matches1`.",
-                  f"If `matches1` is not empty, add `{email}` as a member of its first session (the members "
-                  f"endpoint) and let `ensured1` be that session's id; otherwise add a new {t} session {new} and "
-                  f"let `ensured1` be the id the service answers."],
+        "steps": [f"Read every page of the {t} sessions of `src1` and let `match1` be the one whose title is "
+                  f"`title1`, or None when there is none.",
+                  f"If there is one, add `{email}` as a member of it (the members endpoint) and let `ensured1` be "
+                  f"its id; otherwise add a new {t} session {new} and let `ensured1` be the id the service "
+                  f"answers."],
         "vague": [f"Ensure that `src1` has a {tw} session titled `title1` with `{email}` among its members: "
                   f"give the existing one that member, or, when none exists, create one {new}."],
     }
@@ -289,8 +288,8 @@ def ensure(d: _Draw) -> tuple[Step, dict]:
              ("value", "ensure: what a created session holds", ("empty description",))]
     results = [Result("ensured1", {"natural": "the id of the session titled `title1` (found or added)",
                                    "steps": "`ensured1`", "vague": "the id of the session titled `title1`"})]
-    calls = [Call("list_sessions", ["src1", "title1"], ["matches1.id"], code, {}),
-             Call("add_member", ["matches1.id", email], [], code, {}),
+    calls = [Call("list_sessions", ["src1", "title1"], ["match1.id"], code, {}),
+             Call("add_member", ["match1.id", email], [], code, {}),
              Call("add_session", ["title1", email], ["ensured1"], code, {})]
     d.shapers.append((0, lambda pop, rng, profile: _shape_ensure(pop, rng, profile, type_)))
     return Step("recovery", code, texts, facts, muts, results, calls, ("lookups", "recovery", "pagination")), \
@@ -508,11 +507,12 @@ def aggregate(d: _Draw, types: list[str], found: dict | None = None) -> Step:
                 "vague": f"the total number of members over all {tw} sessions of `src1`"}
         facts.append(("value", "aggregate: a total of members", ("total number of members", "sum of the member")))
     else:
-        line = f'count1 = max((len(s["data"].get("members", [])) for s in every_session({url})), default=0)\n'
+        line = f'count1 = max(len(s["data"].get("members", [])) for s in every_session({url}))\n'
         muts = [Mutation("aggregate", line, line.replace("count1 = max(", "count1 = min("))]
-        what = {"natural": f"the largest number of members any {t} session of `src1` has (0 if there is none)",
-                "steps": f"the largest member count among the {t} sessions of `src1` (0 if there is none)",
-                "vague": f"the largest number of members any {tw} session of `src1` has (0 if there is none)"}
+        always = "(there is always at least one)"
+        what = {"natural": f"the largest number of members any {t} session of `src1` has {always}",
+                "steps": f"the largest member count among the {t} sessions of `src1` {always}",
+                "vague": f"the largest number of members any {tw} session of `src1` has {always}"}
         facts.append(("value", "aggregate: the maximum", ("largest",)))
     texts = {"natural": [f"Once that is done, work out {what['natural']}."],
              "steps": [f"Read every page of the {t} sessions of `src1` again and let `count1` be {what['steps']}."],
@@ -584,7 +584,9 @@ def _shape_loop(pop: _Pop, rng, profile, type_, kind, pe, me, body) -> None:
 
 def _shape_title(pop: _Pop, rng, profile, type_) -> None:
     coll = pop.colls[type_]
-    at = {"page+1": len(coll) - 1, "large": len(coll) - 1, "page": len(coll) - 1}.get(profile, rng.randrange(len(coll)))
+    # Late where the profile is about paging (on the second page, or past the largest page); elsewhere anywhere but
+    # last, so that the last session a loop saw is not the titled one on every input.
+    at = {"page+1": len(coll) - 1, "large": len(coll) - 1}.get(profile, rng.randrange(len(coll) - 1))
     coll[at]["title"] = pop.values["title1"]
     decoy = _fresh_data(rng, pop)
     decoy["title"] = pop.values["title1"]
