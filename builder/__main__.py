@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from builder.config import BuildConfig
+from builder.config import TIERS, BuildConfig
 from evaluate.arguments import INTERRUPTED, Parser, at_least_one, positive_seconds
 from evaluate.executor import add_executor_options, check_choice
 from scenarios import scenario_names
@@ -65,7 +65,7 @@ def parse(argv: list[str] | None = None) -> tuple[BuildConfig, bool]:
     p.add_argument("--concurrency", type=at_least_one, default=d.concurrency,
                    help=f"translation requests in flight for an openai: translator (default {d.concurrency})")
     add_executor_options(p, d.executor, " for oracle capture")
-    p.add_argument("--tier", choices=("paper", "frontier"), default=d.tier,
+    p.add_argument("--tier", choices=TIERS, default=d.tier,
                    help="paper (default): the paper's programs, every call dictated; frontier: programs that must "
                         "read the world (lookups, loops over paged listings, aggregates, recovery from stale "
                         "writes) on a populated world (session only so far; --calls/--branches do not apply)")

@@ -14,10 +14,9 @@ import ast
 import random
 from dataclasses import dataclass, field
 
-from builder.program import Assignment
 from builder.translate import PROSE_RESULTS, PROSE_RESULT_ONE, Rendered, _sentence
 from scenarios.base import Call, State
-from scenarios.grammar import MUST_KILL, Mutation, Plan, Result
+from scenarios.grammar import Mutation, Plan, Result
 
 FRONTIER = "frontier"  # the tier's name, as --tier and the manifest write it
 RESULT_STEPS = ("set `RESULT` to the list of {items}, in this order",
@@ -31,7 +30,6 @@ class FrontierProgram:
 
     tier = FRONTIER
     has_branch = False
-    condition = None
 
     @property
     def scenario(self):
@@ -46,20 +44,11 @@ class FrontierProgram:
     def population(self, profile: str, rng: random.Random) -> State:
         return self.plan.population(rng, profile)
 
-    def assignments(self) -> list[Assignment]:
-        return [Assignment("original", "main", {})]
-
-    def splits(self) -> list:
-        return []
-
     # ------------------------------------------------------------------------------------------------ code
 
     def reference_code(self) -> str:
         body = self.plan.preamble + "".join(step.code for step in self.plan.steps)
         return body + f"RESULT = [{', '.join(r.expr for r in self.results)}]\n"
-
-    def path_probe(self) -> str:
-        return self.reference_code().rsplit("RESULT = ", 1)[0] + "RESULT = ['main']\n"
 
     @property
     def all_calls(self) -> list[Call]:
@@ -129,7 +118,7 @@ class FrontierProgram:
     # ------------------------------------------------------------------------------------------- mutants
 
     def mutations(self) -> list[Mutation]:
-        """Each construct's own mutations, then RESULT items dropped or swapped, then another collection."""
+        """Each construct's own mutations, then RESULT items dropped or swapped, then the scenario's other literals."""
         out = list(self.plan.preamble_mutations) + [m for step in self.plan.steps for m in step.mutations]
         exprs = [r.expr for r in self.results]
         line = f"RESULT = [{', '.join(exprs)}]\n"
@@ -138,14 +127,7 @@ class FrontierProgram:
         for j in range(len(exprs) - 1):
             swapped = exprs[:j] + [exprs[j + 1], exprs[j]] + exprs[j + 2:]
             out.append(Mutation("result", line, f"RESULT = [{', '.join(swapped)}]\n"))
-        for vocabulary in self.scenario.vocabulary[:1]:  # another collection (session type) in a URL line
-            for text in self.plan.preamble.splitlines(keepends=True):
-                for word in vocabulary:
-                    if text.rstrip().endswith(f'/{word}"'):
-                        for other in vocabulary:
-                            if other != word:
-                                out.append(Mutation("argument", text, text.replace(f'/{word}"', f'/{other}"')))
-        return out
+        return out + list(self.plan.literal_mutations)
 
     def mutants(self) -> list[tuple[str, str, str, tuple[int, ...] | None]]:
         """(operator, change, code, RESULT items) of every distinct mutant; the items (positions in the
@@ -154,7 +136,10 @@ class FrontierProgram:
         exprs = [r.expr for r in self.results]
         out, seen = [], {reference}
         for m in self.mutations():
-            if not reference.count(m.before) or (reference.count(m.before) > 1 and not m.every):
+            found = reference.count(m.before)
+            if not found:  # a mutation of something this program does not have (no field of that kind read)
+                continue
+            if found > 1 and not m.every:
                 self.notes.append(f"mutation {m.operator} skipped: its text is not unique")
                 continue
             code = reference.replace(m.before, m.after)
@@ -171,11 +156,6 @@ class FrontierProgram:
         return out
 
 
-def must_kill(operator: str) -> bool:
-    """Whether a mutant of this operator surviving every input means the task does not test its construct."""
-    return operator in MUST_KILL
-
-
 def _change(reference: str, code: str) -> str:
     """The first line a mutant changes, "before -> after"."""
     for a, b in zip(reference.splitlines() + [""], code.splitlines() + [""]):
@@ -186,4 +166,4 @@ def _change(reference: str, code: str) -> str:
 
 def generate(scenario, rng: random.Random) -> FrontierProgram:
     plan = scenario.frontier_plan(rng)
-    return FrontierProgram(plan, list(plan.notes))
+    return FrontierProgram(plan)

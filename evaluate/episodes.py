@@ -99,6 +99,11 @@ class Conversation:
     def case_name(self) -> str | None:
         return None if self.case is None else self.task.test_cases[self.case].name
 
+    @functools.cached_property
+    def tier(self) -> str:
+        """The task's tier, read once from its stored values (`Scenario.task_tier`), not at every turn."""
+        return get_scenario(self.task.scenario).task_tier(self.task)
+
     @property
     def label(self) -> str:
         case = "" if self.case is None else f"/{self.case_name}"
@@ -126,10 +131,6 @@ def tool_specs(scenario: str, mode: str, tier: str = "paper") -> tuple[ToolSpec,
     if mode == TOOLS:
         return (*get_scenario(scenario).tool_specs(tier), SUBMIT_SPEC)
     return (RUN_CODE_SPEC,)
-
-
-def _tier(task) -> str:
-    return get_scenario(task.scenario).task_tier(task)
 
 
 def turn_key(c: Conversation, tools: list[dict], sampling: Sampling, model: str) -> str:
@@ -225,7 +226,7 @@ class Driver:
                               instruction=instruction.strip(), submit=SUBMIT)}]
 
     def _tools(self, c: Conversation) -> list[dict]:
-        return [s.to_openai() for s in tool_specs(c.task.scenario, self.mode, _tier(c.task))]
+        return [s.to_openai() for s in tool_specs(c.task.scenario, self.mode, c.tier)]
 
     def _ask(self, active: list[Conversation]) -> dict[int, dict]:
         """Each conversation's next assistant message: from the cache where it holds the turn, else the backend."""
@@ -272,7 +273,7 @@ class Driver:
                 c.ended = "answered without a tool call"
                 c.answer = message.get("content")
                 continue
-            known = {s.name for s in tool_specs(c.task.scenario, self.mode, _tier(c.task))}
+            known = {s.name for s in tool_specs(c.task.scenario, self.mode, c.tier)}
             new, submit = [], None
             for call in calls:
                 name = (call.get("function") or {}).get("name")

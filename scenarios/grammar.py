@@ -95,4 +95,6 @@ class Plan:
     population: Callable[[random.Random, str], State]  # (rng, profile) -> the setup's variables and stored world
     profiles: tuple[str, ...]  # the test inputs' profiles, the first being the original's
     intro: dict[str, str]  # variant -> the sentence that says what the setup block defines
-    notes: list[str] = field(default_factory=list)
+    # Other literals a program could get wrong (another collection in a URL), tried after the constructs' own
+    # mutations and RESULT's; not required to die.
+    literal_mutations: list[Mutation] = field(default_factory=list)

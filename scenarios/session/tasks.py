@@ -54,14 +54,11 @@ HELPER_MUTATIONS = [
              "        return sessions\n"),
     Mutation("last_page", '        sessions += page["items"]\n        if page["next"] is None:\n            return sessions\n',
              '        if page["next"] is None:\n            return sessions\n        sessions += page["items"]\n'),
-    Mutation("one_big_page", '    sessions, params = [], {}\n',
-             f'    sessions, params = [], {{"limit": {MAX_PAGE}}}\n'),
+    # the largest page, and no further: both edits make the one mutant
+    Mutation("one_big_page", HELPER, HELPER.replace("params = [], {}", f'params = [], {{"limit": {MAX_PAGE}}}')
+             .replace('        if page["next"] is None:\n            return sessions\n', "        return sessions\n")),
+    Mutation("missing_field", '["data"].get("members", [])', '["data"]["members"]', every=True),
 ]
-# `one_big_page` alone still follows `next`: with the first-page cut too it is a program that asks for the
-# largest page and stops there. Both edits are one mutant.
-MISSING = Mutation("missing_field", '["data"].get("members", [])', '["data"]["members"]', every=True)
-HELPER_MUTATIONS[2] = Mutation("one_big_page", HELPER, HELPER.replace("params = [], {}", f'params = [], {{"limit": {MAX_PAGE}}}')
-                               .replace('        if page["next"] is None:\n            return sessions\n', "        return sessions\n"))
 
 
 def _tw(type_: str) -> str:
@@ -70,7 +67,7 @@ def _tw(type_: str) -> str:
 
 class _Draw:
     """The choices of one program: which collections, addresses and titles its steps use, and how a population
-    must be shaped for them (`shapers`, applied in step order, then `checks`)."""
+    must be shaped for them (`shapers`, applied by priority: loops, then lookups, then what depends on both)."""
 
     def __init__(self, rng: random.Random):
         self.rng = rng
@@ -79,7 +76,6 @@ class _Draw:
         self.hidden: list[str] = []  # addresses a population needs that no setup variable names
         self.title = False
         self.shapers = []
-        self.checks = []
         self.urls: dict[str, str] = {}
         self.url_lines: list[str] = []
 
@@ -348,14 +344,8 @@ def loop(d: _Draw, found: dict | None, allow_delete: bool, chain: bool = False,
                     "vague": f"the ids of the sessions that lost `{me}`"}
         calls = [Call("add_member" if adding else "remove_member", ["s.id", me], ["r.status"], lines, {})]
     elif body == "handover":
-        lines = (f'        requests.put(f"{item}/members/{{{me}}}")\n'
-                 f'        current = requests.get(f"{item}")\n'
-                 f'        r = requests.put(f"{item}", json={{**current.json()["data"], "owner": {me}}}, '
-                 f'headers={{"If-Match": current.headers["ETag"]}})\n'
-                 f'        changed1.append(r.json()["version"])\n')
-        muts += [Mutation("stale_data", 'json={**current.json()["data"], "owner"', 'json={**s["data"], "owner"'),
-                 Mutation("stale_version", 'headers={"If-Match": current.headers["ETag"]})\n        changed1',
-                          'headers={"If-Match": str(s["version"])})\n        changed1')]
+        lines, calls, stale = _member_then_update(item, "put", me, "owner", me, me)
+        muts += stale
         act = {"natural": f"make `{me}` a member (if not one already) and then its owner (`{me}` owns none of "
                           f"them yet), keeping the rest of its data as it is at that point",
                "steps": f"add `{me}` as a member with the members endpoint, read the session again, then update it "
@@ -365,9 +355,6 @@ def loop(d: _Draw, found: dict | None, allow_delete: bool, chain: bool = False,
                         f"not one already), then the owner, nothing else in its data changing"}
         keep = {"natural": "the version each of those sessions has right after its handover",
                 "steps": "`changed1`", "vague": "the version each of them has right after its handover"}
-        calls = [Call("add_member", ["s.id", me], [], lines, {}),
-                 Call("get_session", ["s.id"], ["current.data", "current.etag"], lines, {}),
-                 Call("update_session", ["s.id", "current.data", "current.etag", me], ["r.version"], lines, {})]
         levers.append("versions")
         d.shapers.append((4, lambda pop, rng, profile: _shape_not_owned(pop, rng, type_, kind, pe, me)))
     elif body == "delete":
@@ -381,15 +368,10 @@ def loop(d: _Draw, found: dict | None, allow_delete: bool, chain: bool = False,
         calls = [Call("delete_session", ["s.id", "s.version"], [], lines, {})]
         levers.append("versions")
     else:  # retitle
-        lines = (f'        requests.delete(f"{item}/members/{{{me}}}")\n'
-                 f'        current = requests.get(f"{item}")\n'
-                 f'        r = requests.put(f"{item}", json={{**current.json()["data"], "title": '
-                 f'current.json()["data"]["title"] + {suffix!r}}}, headers={{"If-Match": current.headers["ETag"]}})\n'
-                 f'        changed1.append(r.json()["version"])\n')
-        muts += [Mutation("stale_data", 'json={**current.json()["data"], "title": current.json()["data"]["title"]',
-                          'json={**s["data"], "title": s["data"]["title"]'),
-                 Mutation("stale_version", 'headers={"If-Match": current.headers["ETag"]})\n        changed1',
-                          'headers={"If-Match": str(s["version"])})\n        changed1')]
+        lines, calls, stale = _member_then_update(item, "delete", me, "title",
+                                                  f'current.json()["data"]["title"] + {suffix!r}',
+                                                  f's["data"]["title"] + {suffix!r}')
+        muts += stale
         act = {"natural": f"remove `{me}` from its members if it is one, then append {suffix!r} to its title, "
                           f"keeping the rest of its data as it is at that point",
                "steps": f"remove `{me}` from its members with the members endpoint (a 404 means it was not one), "
@@ -400,9 +382,6 @@ def loop(d: _Draw, found: dict | None, allow_delete: bool, chain: bool = False,
                         f"{suffix!r} at the end, its other data as it then stands (two changes, in that order)"}
         keep = {"natural": "the version each of those sessions has right after its title changed",
                 "steps": "`changed1`", "vague": "the version each of them has right after its title changed"}
-        calls = [Call("remove_member", ["s.id", me], [], lines, {}),
-                 Call("get_session", ["s.id"], ["current.data", "current.etag"], lines, {}),
-                 Call("update_session", ["s.id", "current.data", "current.etag"], ["r.version"], lines, {})]
         levers.append("versions")
     muts.append(Mutation("first_match", lines, lines + "        break\n"))
     code = head + lines
@@ -430,6 +409,26 @@ def loop(d: _Draw, found: dict | None, allow_delete: bool, chain: bool = False,
     step = Step("loop", code, texts, facts, muts, results, calls, tuple(levers))
     return step, {"type": type_, "body": body, "same": same, "kind": kind, "pe": pe, "me": me,
                   "suffix": suffix if body == "retitle" else None}
+
+
+def _member_then_update(item: str, method: str, me: str, key: str, value: str, stale: str
+                        ) -> tuple[str, list[Call], list[Mutation]]:
+    """A loop body of three calls: a member write (`method` on the members endpoint), a fresh read, and an update
+    of the data read with `key` set to `value` (sent with the read's ETag), the version it answers collected. The
+    mutations write the listing's copy instead (`stale`: the value computed from it), or send its version."""
+    update = f'json={{**current.json()["data"], "{key}": {value}}}'
+    lines = (f'        requests.{method}(f"{item}/members/{{{me}}}")\n'
+             f'        current = requests.get(f"{item}")\n'
+             f'        r = requests.put(f"{item}", {update}, headers={{"If-Match": current.headers["ETag"]}})\n'
+             f'        changed1.append(r.json()["version"])\n')
+    mutations = [Mutation("stale_data", update, f'json={{**s["data"], "{key}": {stale}}}'),
+                 Mutation("stale_version", 'headers={"If-Match": current.headers["ETag"]})\n        changed1',
+                          'headers={"If-Match": str(s["version"])})\n        changed1')]
+    calls = [Call("add_member" if method == "put" else "remove_member", ["s.id", me], [], lines, {}),
+             Call("get_session", ["s.id"], ["current.data", "current.etag"], lines, {}),
+             Call("update_session", ["s.id", "current.data", "current.etag"] + ([me] if value == me else []),
+                  ["r.version"], lines, {})]
+    return lines, calls, mutations
 
 
 def rename(d: _Draw, found: dict, looped: dict) -> Step:
@@ -831,5 +830,7 @@ def plan(scenario, rng: random.Random) -> Plan:
                                                           "vague": "the id of the session identified first"}))
     d.shapers.append((3, lambda pop, rng, profile: _shape_missing(pop, rng, profile, found)))
     preamble = HELPER + "\n" + "".join(d.url_lines)
-    return Plan(scenario, preamble, list(HELPER_MUTATIONS) + [MISSING], steps, lambda r, p: _draw_population(d, r, p), PROFILES,
-                _intro(d))
+    other_collection = [Mutation("argument", line, line.replace(f'/{t}"', f'/{other}"'))
+                        for t, line in zip(d.urls, d.url_lines) for other in words.CONTENT_TYPES if other != t]
+    return Plan(scenario, preamble, list(HELPER_MUTATIONS), steps, lambda r, p: _draw_population(d, r, p), PROFILES,
+                _intro(d), other_collection)
