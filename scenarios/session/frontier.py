@@ -216,7 +216,8 @@ def _not_a_list() -> ServiceError:
 
 
 def _members_of(session: dict) -> list:
-    members = session["data"].get("members", [])
+    members = session["data"].get("members")
+    members = [] if members is None else members
     if not isinstance(members, list):
         raise _not_a_list()
     return members
@@ -333,7 +334,7 @@ def add_routes(app: FastAPI, conn: sqlite3.Connection) -> None:
              responses={400: _error(_BAD_TYPE), **_NOT_FOUND,
                         409: _error("the session's `data.members` is not a list")},
              description="The session's members: the e-mail addresses in its `data.members`, in that order; "
-                         "`[]` when it has none.")
+                         "`[]` when it has none (no `members` field, or null).")
     async def get_members(source: str = _SOURCE, type: SessionType = _TYPE, id: str = _ID):
         found = store.get_session(conn, source, type.value, id, versions=True)
         if found is None:
@@ -347,7 +348,8 @@ def add_routes(app: FastAPI, conn: sqlite3.Connection) -> None:
                                                                "version"},
                         400: _error(_BAD_TYPE), **_NOT_FOUND, **_MEMBERS_CONFLICT, 412: _PRECONDITIONS[412]},
              openapi_extra={"parameters": [_IF_MATCH_OPTIONAL]},
-             description="Adds `email` at the end of the session's `data.members` (made when missing).")
+             description="Adds `email` at the end of the session's `data.members` (made when missing or null), unless "
+                         "it is a member already: addresses are compared ignoring case.")
     async def add_member(request: Request, source: str = _SOURCE, type: SessionType = _TYPE, id: str = _ID,
                          email: str = _EMAIL):
         changed, version = _change_members(conn, request, source, type.value, id, email, add=True)
@@ -360,7 +362,8 @@ def add_routes(app: FastAPI, conn: sqlite3.Connection) -> None:
                                        "of its members"),
                            **_MEMBERS_CONFLICT, 412: _PRECONDITIONS[412]},
                 openapi_extra={"parameters": [_IF_MATCH_OPTIONAL]},
-                description="Removes `email` from the session's `data.members`.")
+                description="Removes `email` from the session's `data.members`: every address equal to it ignoring "
+                            "case.")
     async def remove_member(request: Request, source: str = _SOURCE, type: SessionType = _TYPE, id: str = _ID,
                             email: str = _EMAIL):
         changed, version = _change_members(conn, request, source, type.value, id, email, add=False)

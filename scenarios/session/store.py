@@ -272,11 +272,13 @@ def delete_sessions(conn: sqlite3.Connection, source: str, type_: str, ids: Iter
 
 def change_members(conn: sqlite3.Connection, source: str, type_: str, id_: str, email: str, add: bool,
                    expected: int | None = None) -> tuple[bool, int] | None:
-    """Add `email` to the session's `data.members` (at the end; the list is made when missing) or remove every
-    occurrence of it: (whether the data changed, the version after), or None when no such session. A change
-    counts as an update (version +1); adding a member already there or removing one that is not changes nothing.
-    With `expected`, only while the session is at that version (Stale otherwise). Raises NotAList when
-    `data.members` is not a list, Conflict when the change would duplicate another session's data."""
+    """Add `email` to the session's `data.members` (at the end; the list is made when missing or null) or remove
+    every occurrence of it: (whether the data changed, the version after), or None when no such session. Addresses
+    are compared ignoring case, as e-mail addresses are: adding `Ann@x.org` where `ann@x.org` is a member changes
+    nothing, and removing it removes `ann@x.org`. A change counts as an update (version +1); adding a member already
+    there or removing one that is not changes nothing. With `expected`, only while the session is at that version
+    (Stale otherwise). Raises NotAList when `data.members` is neither a list nor null, Conflict when the change
+    would duplicate another session's data."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         r = conn.execute("SELECT data, version FROM sessions WHERE source=? AND type=? AND id=?",
@@ -287,13 +289,15 @@ def change_members(conn: sqlite3.Connection, source: str, type_: str, id_: str, 
         data, version = json.loads(r[0]), r[1]
         if expected is not None and version != expected:
             raise Stale(f"the session is at version {version}, not {expected}")
-        members = data.get("members", [])
+        members = data.get("members")
+        members = [] if members is None else members
         if not isinstance(members, list):
             raise NotAList("data.members is not a list")
-        if add and email not in members:
+        same = [m for m in members if isinstance(m, str) and m.lower() == email.lower()]
+        if add and not same:
             data["members"] = [*members, email]
-        elif not add and email in members:
-            data["members"] = [m for m in members if m != email]
+        elif not add and same:
+            data["members"] = [m for m in members if m not in same]
         else:
             conn.execute("COMMIT")
             return False, version

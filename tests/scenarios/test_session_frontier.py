@@ -310,6 +310,29 @@ def test_members_are_added_once_listed_in_order_and_removed_each_change_bumping_
     assert requests.get(url, timeout=T).json()["version"] == 4
 
 
+def test_members_endpoints_compare_addresses_ignoring_case_and_keep_them_as_written(base):
+    sid = new_id(base, "msk_portal", "group", {"title": "a", "members": ["Ana.Lee@X.org", "ben@x.org"]})
+    url = f"{base}/msk_portal/group/{sid}"
+    r = requests.put(url + "/members/ana.lee@x.org", timeout=T)  # the same person: nothing changes
+    assert (r.status_code, r.json()) == (200, {"version": 1})
+    r = requests.delete(url + "/members/BEN@X.ORG", timeout=T)
+    assert r.status_code == 204 and requests.get(url + "/members", timeout=T).json() == ["Ana.Lee@X.org"]
+    assert requests.put(url + "/members/Cleo@x.org", timeout=T).status_code == 201
+    assert requests.get(url + "/members", timeout=T).json() == ["Ana.Lee@X.org", "Cleo@x.org"]
+    # The filters compare exactly, as stored.
+    assert get_page(base, {"field": "data.members", "value": "ana.lee@x.org"}, suffix="/query")["items"] == []
+
+
+def test_members_null_are_no_members(base):
+    sid = new_id(base, "msk_portal", "group", {"title": "a", "members": None})
+    url = f"{base}/msk_portal/group/{sid}"
+    assert requests.get(url + "/members", timeout=T).json() == []
+    assert_error(requests.delete(url + "/members/ana@x.org", timeout=T), 404, "not a member")
+    r = requests.put(url + "/members/ana@x.org", timeout=T)
+    assert (r.status_code, r.json()) == (201, {"version": 2})
+    assert requests.get(url, timeout=T).json()["data"] == {"title": "a", "members": ["ana@x.org"]}
+
+
 def test_a_member_change_makes_an_update_read_before_it_stale(base):
     sid = new_id(base, "msk_portal", "group", {"title": "a", "members": []})
     url = f"{base}/msk_portal/group/{sid}"
