@@ -50,6 +50,9 @@ OPERATORS = {
     "drop_write": "leaves out a write",
     "collect_all": "collects every item, not only those the body changed",
     "missing_field": "reads a field that some records lack as if every record had it",
+    "null_field": "reads a field that some records hold as null as if it held a value",
+    "exact_case": "compares exactly values that the world compares ignoring case (e-mail addresses)",
+    "refused_write": "counts a write that the service refused (409) as done",
 }
 MUST_KILL = frozenset(OPERATORS)
 

@@ -108,7 +108,8 @@ FRONTIER_CHECKS = """\
 ## RESULT
 
 End your program by assigning the variable `RESULT`: a Python list of the values the task asks for, in the
-order it names them.
+order it names them. A value that is itself several values (the ids of the sessions a loop changed) is one item
+of `RESULT`: a list, in the order the task names (`[id, [id, id], 3]`).
 
 ## How your answer is checked
 
@@ -128,7 +129,25 @@ FRONTIER_DATA = """\
 
 Every session's `data` is a JSON object with a `title` (string), a `description` (string), an `owner` (an
 e-mail address) and usually `members` (a list of e-mail addresses). Some sessions have no `members` field at
-all: such a session has no members (the members endpoints treat it as an empty list).
+all, and some have `"members": null`: either way, such a session has no members (the members endpoints treat it
+as an empty list).
+
+E-mail addresses are not case sensitive: `Ann.Lee@example.org` and `ann.lee@example.org` are the same person.
+Sessions keep an address as it was written, so one person may be spelled differently in different sessions, and
+in the setup block too. When a task says that someone owns a session or is one of its members, it means that
+person, however the address is spelled. The members endpoints compare addresses ignoring case (adding
+`ann.lee@example.org` where `Ann.Lee@example.org` is a member changes nothing, and removing it removes
+`Ann.Lee@example.org`). The list, query, fetch and bulk delete endpoints compare strings exactly as stored.
+
+No session lists the same person twice among its members. Titles are compared exactly (case and spaces
+included). A program that writes an address (a new member, a new owner, the owner of a new session) writes it as
+the setup block spells it.
+
+A write the service refuses changes nothing. When the service refuses a write to a session with 409 (the write
+would give it the same data as another session of its source and type), the program does not retry it and makes
+no further write to that session for the same change (the second write of a two-write change included); it goes
+on with the next session. That session is not one of the sessions the change was made to. Later steps of the
+task treat it like any other session, and what they ask of it is read as it then stands.
 """
 FRONTIER_USAGE = "\n".join([FRONTIER_DATA + "\n" + FRONTIER_SESSIONS, FRONTIER_CHECKS])
 USAGES = {"paper": USAGE, "frontier": FRONTIER_USAGE}

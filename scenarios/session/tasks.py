@@ -49,6 +49,19 @@ def every_session(url, body=None):
             return sessions
         params = {"cursor": page["next"]}
 '''
+# Helpers the reference defines when its steps use them (so that every mutation of one is a change of behaviour).
+SAME_PERSON = '''
+def same_person(a, b):
+    return a.lower() == b.lower()
+'''
+MEMBERS = '''
+def members(s):
+    return s["data"].get("members") or []
+'''
+IS_MEMBER = '''
+def is_member(s, email):
+    return any(same_person(m, email) for m in members(s))
+'''
 HELPER_MUTATIONS = [
     Mutation("first_page", '        if page["next"] is None:\n            return sessions\n',
              "        return sessions\n"),
@@ -57,7 +70,9 @@ HELPER_MUTATIONS = [
     # the largest page, and no further: both edits make the one mutant
     Mutation("one_big_page", HELPER, HELPER.replace("params = [], {}", f'params = [], {{"limit": {MAX_PAGE}}}')
              .replace('        if page["next"] is None:\n            return sessions\n', "        return sessions\n")),
-    Mutation("missing_field", '["data"].get("members", [])', '["data"]["members"]', every=True),
+    Mutation("missing_field", 's["data"].get("members") or []', 's["data"]["members"]'),
+    Mutation("null_field", 's["data"].get("members") or []', 's["data"].get("members", [])'),
+    Mutation("exact_case", "return a.lower() == b.lower()", "return a == b"),
 ]
 
 
@@ -107,7 +122,7 @@ class _Draw:
 
 
 def _pred(kind: str, email: str, var: str = "s") -> str:
-    return f'{var}["data"]["owner"] == {email}' if kind == "owner" else f'{email} in {var}["data"].get("members", [])'
+    return f'same_person({var}["data"]["owner"], {email})' if kind == "owner" else f'is_member({var}, {email})'
 
 
 def _pred_other(kind: str, email: str, var: str = "s") -> str:
@@ -122,20 +137,32 @@ def _pred_text(kind: str, email: str) -> dict[str, str]:
             "vague": f"that has {e} among its members"}
 
 
+def _same(a: str, b: str) -> bool:
+    """E-mail addresses name the same person whatever their case (the frontier service's rule)."""
+    return a.lower() == b.lower()
+
+
+def _members(data: dict) -> list[str]:
+    """A session's members: none when its `members` field is missing or null."""
+    return data.get("members") or []
+
+
 def _matches(kind: str, address: str, data: dict) -> bool:
-    return data["owner"] == address if kind == "owner" else address in data.get("members", [])
+    if kind == "owner":
+        return _same(data["owner"], address)
+    return any(_same(m, address) for m in _members(data))
 
 
 def _make_match(kind: str, address: str, data: dict, rng: random.Random, people: list[str], yes: bool) -> None:
     if kind == "owner":
         if yes:
             data["owner"] = address
-        elif data["owner"] == address:
-            data["owner"] = rng.choice([p for p in people if p != address])
-    elif yes and address not in data.get("members", []):
-        data["members"] = data.get("members", []) + [address]
-    elif not yes and address in data.get("members", []):
-        data["members"] = [m for m in data["members"] if m != address]
+        elif _same(data["owner"], address):
+            data["owner"] = rng.choice([p for p in people if not _same(p, address)])
+    elif yes and not _matches("member", address, data):
+        data["members"] = _members(data) + [address]
+    elif not yes and _matches("member", address, data):
+        data["members"] = [m for m in data["members"] if not _same(m, address)]
 
 
 def _size(profile: str, rng: random.Random) -> int:
@@ -200,7 +227,7 @@ def lookup(d: _Draw) -> tuple[Step, dict]:
         d.shapers.append((1, lambda pop, rng, profile: _shape_title(pop, rng, profile, type_)))
     elif kind == "newest":
         email = d.email()
-        line = f'found1 = [s for s in sessions1 if s["data"]["owner"] == {email}][-1]\n'
+        line = f'found1 = [s for s in sessions1 if {_pred("owner", email)}][-1]\n'
         muts += [Mutation("first_match", line, line.replace("[-1]", "[0]")),
                  Mutation("predicate", line, line.replace(_pred("owner", email), _pred("member", email)))]
         what = {"natural": f"the newest {t} session of `src1` that `{email}` owns (the one added last)",
@@ -218,7 +245,7 @@ def lookup(d: _Draw) -> tuple[Step, dict]:
         # Python's max and min keep the first of equal keys: the oldest of a listing, or the newest when reversed.
         oldest = rng.random() < 0.5
         seq, flipped = ("sessions1", "reversed(sessions1)") if oldest else ("reversed(sessions1)", "sessions1")
-        line = f'found1 = {fn}({seq}, key=lambda s: len(s["data"].get("members", [])))\n'
+        line = f'found1 = {fn}({seq}, key=lambda s: len(members(s)))\n'
         muts += [Mutation("tie_break", line, line.replace(f"{fn}({seq},", f"{fn}({flipped},")),
                  Mutation("aggregate", line, line.replace(f"{fn}(", f"{other}("))]
         amount = "most" if most else "fewest"
@@ -267,15 +294,15 @@ def ensure(d: _Draw) -> tuple[Step, dict]:
     new = (f"with the title `title1`, an empty description, `{email}` as its owner and `{email}` as its only "
            f"member")
     texts = {
-        "natural": [f"Make sure `src1` has a {t} session titled `title1` that lists `{email}` as a member: if "
-                    f"there is one, add `{email}` to its members (nothing changes if already there); if there is "
-                    f"none, add a new {t} session {new}."],
+        "natural": [f"Make sure `src1` has a {t} session titled `title1` (there is at most one) that lists `{email}` as a member: if "
+                    f"there is one, it must end up with `{email}` among its members; if there is none, add a new {t} session {new}."],
         "steps": [f"Read every page of the {t} sessions of `src1` and let `match1` be the one whose title is "
-                  f"`title1`, or None when there is none.",
+                  f"`title1` (there is at most one), or None when there is none.",
                   f"If there is one, add `{email}` as a member of it (the members endpoint) and let `ensured1` be "
                   f"its id; otherwise add a new {t} session {new} and let `ensured1` be the id the service "
                   f"answers."],
-        "vague": [f"Ensure that `src1` has a {tw} session titled `title1` with `{email}` among its members: "
+        "vague": [f"Ensure that `src1` has a {tw} session titled `title1` (never more than one) with `{email}` "
+                  f"among its members: "
                   f"give the existing one that member, or, when none exists, create one {new}."],
     }
     facts = [("input", "the setup variable `src1`", ("`src1`",)), ("input", "the setup variable `title1`", ("`title1`",)),
@@ -326,8 +353,11 @@ def loop(d: _Draw, found: dict | None, allow_delete: bool, chain: bool = False,
         lines = (f'        r = requests.{method}(f"{item}/members/{{{me}}}")\n'
                  f"        if r.status_code == {done}:\n"
                  f'            changed1.append(s["id"])\n')
-        muts.append(Mutation("collect_all", f"        if r.status_code == {done}:\n            changed1.append(s[\"id\"])\n",
-                             '        changed1.append(s["id"])\n'))
+        muts += [Mutation("collect_all", f"        if r.status_code == {done}:\n            changed1.append(s[\"id\"])\n",
+                          '        changed1.append(s["id"])\n'),
+                 # a refusal (409: the change would duplicate another session) counted as a change
+                 Mutation("refused_write", f"        if r.status_code == {done}:\n",
+                          f"        if r.status_code != {200 if adding else 404}:\n")]
         if adding:
             act = {"natural": f"add `{me}` to its members",
                    "steps": f"add `{me}` as a member with the members endpoint; when the service answers 201 (newly "
@@ -336,7 +366,7 @@ def loop(d: _Draw, found: dict | None, allow_delete: bool, chain: bool = False,
             keep = {"natural": f"the ids of the sessions `{me}` was newly added to",
                     "steps": "`changed1`", "vague": f"the ids of the sessions that gained `{me}` as a new member"}
         else:
-            act = {"natural": f"remove `{me}` from its members (a session without that member is left as it is)",
+            act = {"natural": f"remove `{me}` from its members",
                    "steps": f"remove `{me}` from its members with the members endpoint; when the service answers "
                             f"204, append the session's id to `changed1`",
                    "vague": f"take `{me}` off its members where `{me}` is one"}
@@ -346,13 +376,14 @@ def loop(d: _Draw, found: dict | None, allow_delete: bool, chain: bool = False,
     elif body == "handover":
         lines, calls, stale = _member_then_update(item, "put", me, "owner", me, me)
         muts += stale
-        act = {"natural": f"make `{me}` a member (if not one already) and then its owner (`{me}` owns none of "
-                          f"them yet), keeping the rest of its data as it is at that point",
+        act = {"natural": f"make `{me}` one of its members (if not one already) and then its owner (`{me}` "
+                          f"owns none of them yet): two changes, each its own write, changing nothing else",
                "steps": f"add `{me}` as a member with the members endpoint, read the session again, then update it "
                         f"with its current data but `{me}` as owner, sending its current ETag in `If-Match`; "
                         f"append the version the update answers to `changed1`",
                "vague": f"hand it over to `{me}` (who owns none of them yet): first `{me}` becomes a member (if "
-                        f"not one already), then the owner, nothing else in its data changing"}
+                        f"not one already), then the owner, nothing else in its data changing (two changes, in that order, "
+                        f"each its own write)"}
         keep = {"natural": "the version each of those sessions has right after its handover",
                 "steps": "`changed1`", "vague": "the version each of them has right after its handover"}
         levers.append("versions")
@@ -372,21 +403,22 @@ def loop(d: _Draw, found: dict | None, allow_delete: bool, chain: bool = False,
                                                   f'current.json()["data"]["title"] + {suffix!r}',
                                                   f's["data"]["title"] + {suffix!r}')
         muts += stale
-        act = {"natural": f"remove `{me}` from its members if it is one, then append {suffix!r} to its title, "
-                          f"keeping the rest of its data as it is at that point",
+        act = {"natural": f"remove `{me}` from its members if it is one, then append {suffix!r} to its title: "
+                          f"two changes, each its own write, changing nothing else",
                "steps": f"remove `{me}` from its members with the members endpoint (a 404 means it was not one), "
                         f"read the session again, then update it with its current data and {suffix!r} appended to "
                         f"its title, sending its current ETag in `If-Match`; append the version the update answers "
                         f"to `changed1`",
                "vague": f"first take `{me}` off its members where `{me}` is one, then give its title an extra "
-                        f"{suffix!r} at the end, its other data as it then stands (two changes, in that order)"}
+                        f"{suffix!r} at the end, its other data as it then stands (two changes, in that order, each its own write)"}
         keep = {"natural": "the version each of those sessions has right after its title changed",
                 "steps": "`changed1`", "vague": "the version each of them has right after its title changed"}
         levers.append("versions")
     muts.append(Mutation("first_match", lines, lines + "        break\n"))
     code = head + lines
     pt = _pred_text(kind, pe) if not chain else {
-        "natural": "that the owner of the session found first also owns",
+        "natural": "owned by the same person as the session found first" + (" (that session included)" if same
+                                                                             else ""),
         "steps": "whose owner is the owner of `found1`",
         "vague": "owned by whoever owns the session identified first"}
     texts = {
@@ -406,6 +438,9 @@ def loop(d: _Draw, found: dict | None, allow_delete: bool, chain: bool = False,
                                    "vague": keep["vague"] + " (in listing order)"})]
     calls = [Call("list_sessions", ["src1"] + (["found1.data"] if chain else []), ["s.id", "s.data", "s.version"], head, {})] + calls
     d.shapers.append((0, lambda pop, rng, profile: _shape_loop(pop, rng, profile, type_, kind, pe, me, body)))
+    if body in ("remove", "add"):
+        d.shapers.append((6, lambda pop, rng, profile: _shape_twin(pop, rng, profile, type_, kind, pe, me, body,
+                                                                   found)))
     step = Step("loop", code, texts, facts, muts, results, calls, tuple(levers))
     return step, {"type": type_, "body": body, "same": same, "kind": kind, "pe": pe, "me": me,
                   "suffix": suffix if body == "retitle" else None}
@@ -447,8 +482,8 @@ def rename(d: _Draw, found: dict, looped: dict) -> Step:
              f'headers={{"If-Match": current.headers["ETag"]}})\n')
     muts = [Mutation("no_retry", recover, ""), Mutation("retry_stale", retry, stale)]
     texts = {
-        "natural": [f"Then append {suffix!r} to the title of the session you found first, keeping the rest of "
-                    f"its data as it is at that point."],
+        "natural": [f"Then append {suffix!r} to the title of the session you found first, changing nothing "
+                    f"else."],
         "steps": [f"Update `found1` with its data and {suffix!r} appended to its title, sending its version in "
                   f"`If-Match`; if the service answers 412 (it changed since it was read), read it again and retry "
                   f"once with its current data, {suffix!r} appended to its current title, and its current ETag. Let "
@@ -485,13 +520,13 @@ def aggregate(d: _Draw, types: list[str], found: dict | None = None) -> Step:
         return Step("aggregate", line, texts, [], muts, results, calls, ("aggregates", "versions"))
     type_ = rng.choice(types)
     url = d.url(type_)
-    kind = rng.choice(("count", "total", "max"))
+    kind = rng.choice(("count", "total", "max", "people"))
     t, tw = f"`{type_}`", _tw(type_)
     facts = [("value", "aggregate: the session type", (t, f"{tw} session", f"{tw} sessions"))]
     if kind == "count":
         email = d.email()
-        line = f'count1 = sum(1 for s in every_session({url}) if {email} in s["data"].get("members", []))\n'
-        muts = [Mutation("aggregate", line, line.replace("sum(1 for", 'sum(len(s["data"].get("members", [])) for')),
+        line = f'count1 = sum(1 for s in every_session({url}) if {_pred("member", email)})\n'
+        muts = [Mutation("aggregate", line, line.replace("sum(1 for", "sum(len(members(s)) for")),
                 Mutation("predicate", line, line.replace(_pred("member", email), _pred("owner", email)))]
         what = {"natural": f"how many {t} sessions of `src1` list `{email}` as a member",
                 "steps": f"the number of {t} sessions of `src1` whose members include `{email}`",
@@ -499,14 +534,23 @@ def aggregate(d: _Draw, types: list[str], found: dict | None = None) -> Step:
         facts += [("input", f"the setup variable `{email}`", (f"`{email}`",)),
                   ("value", "aggregate: what is counted", ("how many", "the number of"))]
     elif kind == "total":
-        line = f'count1 = sum(len(s["data"].get("members", [])) for s in every_session({url}))\n'
+        line = f'count1 = sum(len(members(s)) for s in every_session({url}))\n'
         muts = [Mutation("aggregate", line, f"count1 = len(every_session({url}))\n")]
         what = {"natural": f"the total number of members over all {t} sessions of `src1`",
                 "steps": f"the sum of the member counts of all {t} sessions of `src1`",
                 "vague": f"the total number of members over all {tw} sessions of `src1`"}
         facts.append(("value", "aggregate: a total of members", ("total number of members", "sum of the member")))
+    elif kind == "people":  # one person may be spelled differently in different sessions
+        line = f"count1 = len({{m.lower() for s in every_session({url}) for m in members(s)}})\n"
+        muts = [Mutation("aggregate", line, f"count1 = sum(len(members(s)) for s in every_session({url}))\n"),
+                Mutation("exact_case", "{m.lower() for s", "{m for s")]
+        what = {"natural": f"how many different people are members of at least one {t} session of `src1`",
+                "steps": f"the number of different people among the members of all {t} sessions of `src1`",
+                "vague": f"how many distinct people are among the members of the {tw} sessions of `src1`"}
+        facts.append(("value", "aggregate: different people", ("different people", "distinct people")))
+        d.shapers.append((5, lambda pop, rng, profile: _shape_people(pop, rng, profile, type_)))
     else:
-        line = f'count1 = max(len(s["data"].get("members", [])) for s in every_session({url}))\n'
+        line = f'count1 = max(len(members(s)) for s in every_session({url}))\n'
         muts = [Mutation("aggregate", line, line.replace("count1 = max(", "count1 = min("))]
         always = "(there is always at least one)"
         what = {"natural": f"the largest number of members any {t} session of `src1` has {always}",
@@ -521,14 +565,21 @@ def aggregate(d: _Draw, types: list[str], found: dict | None = None) -> Step:
     return Step("aggregate", line, texts, facts, muts, results, calls, ("aggregates", "pagination"))
 
 
-def bulk(d: _Draw, types: list[str], avoid: tuple[str, ...] = ()) -> Step:
+def bulk(d: _Draw, types: list[str], avoid: tuple[str, ...] = (), found: dict | None = None) -> Step:
     """`avoid`: addresses that own the session found first (deleting it would undo what the steps before did)."""
     type_ = d.rng.choice(types)
     url = d.url(type_)
     email = d.email(avoid=avoid)
     t, tw = f"`{type_}`", _tw(type_)
-    line = f'deleted1 = requests.post(f"{{{url}}}/query/delete", json={{"data.owner": {email}}}).json()["deleted"]\n'
-    muts = [Mutation("predicate", line, line.replace('"data.owner"', '"data.members"'))]
+    # The service's filters compare strings exactly; an owner is a person, whatever the case of the address.
+    spelled = f'{{"$regex": "^" + re.escape({email}) + "$", "$options": "i"}}'
+    line = (f'deleted1 = requests.post(f"{{{url}}}/query/delete", json={{"data.owner": {spelled}}})'
+            f'.json()["deleted"]\n')
+    muts = [Mutation("predicate", line, line.replace('"data.owner"', '"data.members"')),
+            Mutation("exact_case", spelled, email),
+            Mutation("predicate", spelled, spelled.replace('"^" + re.escape({email}) + "$"'.format(email=email),
+                                                           f"re.escape({email})"))]
+    line = "import re\n" + line
     texts = {"natural": [f"Then delete every {t} session of `src1` that `{email}` owns."],
              "steps": [f"Delete the {t} sessions of `src1` whose `data.owner` is `{email}` with the bulk delete "
                        f"endpoint and let `deleted1` be the number it answers."],
@@ -540,6 +591,7 @@ def bulk(d: _Draw, types: list[str], avoid: tuple[str, ...] = ()) -> Step:
                                    "vague": f"how many sessions owned by `{email}` were removed at that point"})]
     calls = [Call("delete_by_filter", ["src1", email], ["deleted1"], line, {})]
     d.shapers.append((0, lambda pop, rng, profile: _shape_bulk(pop, rng, profile, type_, email)))
+    d.shapers.append((5, lambda pop, rng, profile: _shape_namesake(pop, rng, profile, type_, email, found)))
     return Step("bulk", line, texts, facts, muts, results, calls, ())
 
 
@@ -550,8 +602,9 @@ class _Pop:
     """A population being drawn: the setup's values and the sessions of each collection of src1, in creation
     order within each (`colls`), plus the decoys elsewhere."""
 
-    def __init__(self, values: dict, people: list[str], colls: dict[str, list[dict]]):
+    def __init__(self, values: dict, people: list[str], colls: dict[str, list[dict]], spelled: dict[str, str]):
         self.values, self.people, self.colls = values, people, colls
+        self.spelled = spelled  # how the setup block writes each address (sometimes in another case)
         self.decoys: list[tuple[str, str, dict]] = []  # (source key: "src1" or "other", type, data)
 
 
@@ -573,12 +626,95 @@ def _shape_loop(pop: _Pop, rng, profile, type_, kind, pe, me, body) -> None:
         has = acts if body in ("remove", "retitle") else set(acted) - acts
         for i in acted:
             _make_match("member", m, coll[i], rng, pop.people, i in has)
-            if body == "handover" and coll[i]["owner"] == m:  # a handover always changes the owner
+            if body == "handover" and _same(coll[i]["owner"], m):  # a handover always changes the owner
                 coll[i]["owner"] = rng.choice([x for x in pop.people if x not in (m, p)])
     # Decoy: a session of another source with the same type that the predicate would match.
     decoy = _fresh_data(rng, pop)
     _make_match(kind, p, decoy, rng, pop.people, True)
     pop.decoys.append(("other", type_, decoy))
+
+
+def _shape_twin(pop: _Pop, rng, profile, type_, kind, pe, me, body, found) -> None:
+    """Copies, as real stores hold them: a session the loop's body changes gets a twin just before it, a copy of its
+    data as the change would leave it. The service then refuses the change (409: it would duplicate the twin), so
+    that session is not one of those changed (in the `original` and `large` profiles)."""
+    if profile not in ("original", "large"):
+        return
+    coll = pop.colls[type_]
+    target = coll[_found(pop, found)] if found is not None and found["type"] == type_ else None
+    p, m, adding = pop.values[pe], pop.values[me], body == "add"
+    acted = [i for i, x in enumerate(coll)
+             if x is not target and _matches(kind, p, x) and _matches("member", m, x) != adding]
+    # Not the last session acted on: the paging profiles put it late so that reading too few pages shows.
+    acted = acted[:-1] or (acted if profile == "original" else [])
+    before = None
+    if not acted and profile == "original":  # make one: a match the body leaves alone, made one it changes
+        others = [i for i, x in enumerate(coll) if x is not target and _matches(kind, p, x)]
+        if not others:
+            return
+        acted = [rng.choice(others)]
+        before = json.loads(json.dumps(coll[acted[0]]))
+        _make_match("member", m, coll[acted[0]], rng, pop.people, not adding)
+    if not acted:
+        return
+    i = rng.choice(acted)
+    twin = json.loads(json.dumps(coll[i]))
+    twin["members"] = (_members(twin) + [pop.spelled[me]] if adding
+                       else [x for x in _members(twin) if not _same(x, m)])
+    coll.insert(i, twin)
+    if target is not None and coll[_found(pop, found)] is not target:  # the twin would be the one found: not here
+        coll.pop(i)
+        if before is not None:
+            coll[i].clear()
+            coll[i].update(before)
+
+
+def _variant(address: str, rng: random.Random) -> str:
+    """The same address in another case, as people write theirs."""
+    local, domain = address.split("@", 1)
+    forms = {".".join(w.capitalize() for w in local.split(".")) + "@" + domain, address.upper(),
+             local + "@" + domain.upper(), local.capitalize() + "@" + domain} - {address}
+    return rng.choice(sorted(forms))
+
+
+def _shape_spelling(pop: _Pop, rng, profile) -> None:
+    """Addresses as people write them: some occurrences of each address the program names spelled in another case
+    (the same person: the text says so, and the members endpoints agree), at least one of each where it occurs in
+    the `original` and `large` profiles, so that code comparing addresses exactly fails there."""
+    for name, address in sorted(pop.values.items()):
+        if not name.startswith(("email", "_")) or not isinstance(address, str):
+            continue
+        spots = [(data, None) for coll in pop.colls.values() for data in coll if data["owner"] == address]
+        spots += [(data, j) for coll in pop.colls.values() for data in coll
+                  for j, x in enumerate(_members(data)) if x == address]
+        picks = [spot for spot in spots if rng.random() < 0.3]
+        if spots and not picks and profile in ("original", "large"):
+            picks = [rng.choice(spots)]
+        for data, j in picks:
+            if j is None:
+                data["owner"] = _variant(address, rng)
+            else:
+                data["members"][j] = _variant(address, rng)
+
+
+def _shape_people(pop: _Pop, rng, profile, type_) -> None:
+    """A person listed in two sessions of the collection, spelled in another case in one of them (in the
+    `original` and `large` profiles), so that counting addresses instead of people shows."""
+    if profile not in ("original", "large"):
+        return
+    seen: dict[str, list[tuple[list, int]]] = {}
+    for data in pop.colls[type_]:
+        for j, m in enumerate(_members(data)):
+            seen.setdefault(m.lower(), []).append((data["members"], j))
+    twice = [spots for _, spots in sorted(seen.items()) if len(spots) > 1]
+    if twice:
+        listed, j = rng.choice(rng.choice(twice))
+        listed[j] = _variant(listed[j], rng)
+
+
+def _namesake(address: str, rng: random.Random) -> str:
+    """Another person whose address holds this one: `jo` + `ann.lee@example.org`, or the same with `.uk` after."""
+    return rng.choice(("jo", "al", "ma")) + address if rng.random() < 0.5 else address + ".uk"
 
 
 def _shape_title(pop: _Pop, rng, profile, type_) -> None:
@@ -625,11 +761,14 @@ def _shape_extreme(pop: _Pop, rng, profile, type_, most, oldest, emails) -> None
             if i not in spots and len(x["members"]) < 2:
                 x["members"] = x["members"] + [rng.choice([p for p in pop.people if p not in x["members"]])]
     for i in spots:
-        keep = [m for m in coll[i]["members"] if m in named][:size]
+        keep = [m for m in _members(coll[i]) if m in named][:size]
         others = [p for p in pop.people if p not in keep]
         coll[i]["members"] = keep + rng.sample(others, size - len(keep))
-        if not most and profile in ("original", "large", "page+1"):  # no `members` field: no members, the fewest
-            del coll[i]["members"]
+        if not most and profile in ("original", "large", "page+1"):  # no members at all: the fewest
+            if profile == "original" and i == spots[0]:
+                coll[i]["members"] = None
+            else:
+                del coll[i]["members"]
 
 
 def _found(pop: _Pop, found: dict) -> int:
@@ -639,9 +778,9 @@ def _found(pop: _Pop, found: dict) -> int:
     if how[0] == "title":
         return next(i for i, x in enumerate(coll) if x["title"] == pop.values["title1"])
     if how[0] == "newest":
-        return [i for i, x in enumerate(coll) if x["owner"] == pop.values[how[1]]][-1]
+        return [i for i, x in enumerate(coll) if _same(x["owner"], pop.values[how[1]])][-1]
     _, most, oldest = how
-    sizes = [len(x.get("members", [])) for x in coll]
+    sizes = [len(_members(x)) for x in coll]
     best = max(sizes) if most else min(sizes)
     spots = [i for i, k in enumerate(sizes) if k == best]
     return spots[0] if oldest else spots[-1]
@@ -656,18 +795,21 @@ def _shape_missing(pop: _Pop, rng, profile, found) -> None:
         if found is not None and found["type"] == type_ and found["how"][:1] == ("extreme",) and not found["how"][1]:
             continue  # the fewest members: `_shape_extreme` decides which sessions have no field
         skip = _found(pop, found) if found is not None and found["type"] == type_ else -1
-        top = max((len(x.get("members", [])) for x in coll), default=0)
+        top = max((len(_members(x)) for x in coll), default=0)
         spare = [i for i, x in enumerate(coll) if i != skip and x["owner"] not in named
-                 and not named & set(x.get("members", [])) and len(x.get("members", [])) < top]
-        for i in rng.sample(spare, min(len(spare), rng.randint(1, 2))):
-            del coll[i]["members"]
+                 and not named & set(_members(x)) and len(_members(x)) < top]
+        for k, i in enumerate(rng.sample(spare, min(len(spare), rng.randint(1, 2)))):
+            if (k == 0) == (profile == "original" or rng.random() < 0.5):  # `"members": null`, or no field
+                coll[i]["members"] = None
+            else:
+                del coll[i]["members"]
 
 
 def _shape_not_owned(pop: _Pop, rng, type_, kind, pe, me) -> None:
     """A handover's text says its new owner owns none of the sessions handed over yet: made true last."""
     named = {v for k, v in pop.values.items() if k.startswith(("email", "_")) and isinstance(v, str)}
     for data in pop.colls[type_]:
-        if _matches(kind, pop.values[pe], data) and data["owner"] == pop.values[me]:
+        if _matches(kind, pop.values[pe], data) and _same(data["owner"], pop.values[me]):
             data["owner"] = rng.choice([x for x in pop.people if x not in named])
 
 
@@ -718,8 +860,23 @@ def _shape_bulk(pop: _Pop, rng, profile, type_, email) -> None:
     if free and profile != "none" and not any(x["owner"] == address for x in coll):
         free[-1]["owner"] = address
     for data in free:
-        if data["owner"] != address and rng.random() < 0.4 and address not in data.get("members", [address]):
+        if data["owner"] != address and rng.random() < 0.4 and "members" in data and address not in data["members"]:
             data["members"] = data["members"] + [address]
+
+
+def _shape_namesake(pop: _Pop, rng, profile, type_, email, found) -> None:
+    """Someone else whose address holds this one owns a session of the collection (added, not last, in the
+    `original` and `large` profiles): a pattern that is not anchored deletes it too."""
+    if profile not in ("original", "large"):
+        return
+    coll = pop.colls[type_]
+    target = coll[_found(pop, found)] if found is not None and found["type"] == type_ else None
+    data = _fresh_data(rng, pop)
+    data["owner"] = _namesake(pop.values[email], rng)
+    at = rng.randrange(len(coll))
+    coll.insert(at, data)
+    if target is not None and coll[_found(pop, found)] is not target:  # it would be the one found: not here
+        coll.pop(at)
 
 
 def _fresh_data(rng: random.Random, pop: _Pop) -> dict:
@@ -740,7 +897,8 @@ def _draw_population(d: _Draw, rng: random.Random, profile: str) -> State:
     values["_titles"] = titles
     sizes = {t: _size(profile, rng) for t in d.types}
     pop = _Pop(values, people, {t: [words.session_data(rng, people, titles) for _ in range(sizes[t])]
-                                for t in d.types})
+                                for t in d.types},
+               {n: _variant(values[n], rng) if rng.random() < 0.25 else values[n] for n in d.emails})
     for _, shape in sorted(d.shapers, key=lambda pair: pair[0]):  # loops first, then lookups, then staleness
         shape(pop, rng, profile)
     # Noise: other collections of src1 and the same collections under another source.
@@ -769,7 +927,7 @@ def _draw_population(d: _Draw, rng: random.Random, profile: str) -> State:
     state = State()
     state.declare(Var("src1", SOURCE, values["src1"]))
     for name in d.emails:
-        state.declare(Var(name, EMAIL, values[name]))
+        state.declare(Var(name, EMAIL, pop.spelled[name]))
     if d.title:
         state.declare(Var("title1", TITLE, values["title1"]))
     stored = [{"id": r["id"], "source": r["source"], "type": r["type"], "data": r["data"], "version": r["version"]}
@@ -817,7 +975,7 @@ def plan(scenario, rng: random.Random) -> Plan:
         steps.append(rename(d, found, looped))
     if rng.random() < 0.3:
         owners = (looped["pe"], looped["me"]) + ((found["how"][1],) if found and found["how"][0] == "newest" else ())
-        steps.append(bulk(d, list(d.types), avoid=owners))
+        steps.append(bulk(d, list(d.types), avoid=owners, found=found))
     else:
         # How many members the found session ends with, when the loop may have changed them.
         target = found if same and looped["body"] in ("remove", "add", "handover", "retitle") else None
@@ -829,7 +987,11 @@ def plan(scenario, rng: random.Random) -> Plan:
                                                           "steps": "the id of `found1`",
                                                           "vague": "the id of the session identified first"}))
     d.shapers.append((3, lambda pop, rng, profile: _shape_missing(pop, rng, profile, found)))
-    preamble = HELPER + "\n" + "".join(d.url_lines)
+    d.shapers.append((5, lambda pop, rng, profile: _shape_spelling(pop, rng, profile)))
+    code = "".join(step.code for step in steps)
+    helpers = [h for h, used in ((SAME_PERSON, ("same_person(", "is_member(")), (MEMBERS, ("members(", "is_member(")),
+                                 (IS_MEMBER, ("is_member(",))) if any(u in code for u in used)]
+    preamble = HELPER + "".join(helpers) + "\n" + "".join(d.url_lines)
     other_collection = [Mutation("argument", line, line.replace(f'/{t}"', f'/{other}"'))
                         for t, line in zip(d.urls, d.url_lines) for other in words.CONTENT_TYPES if other != t]
     return Plan(scenario, preamble, list(HELPER_MUTATIONS), steps, lambda r, p: _draw_population(d, r, p), PROFILES,
