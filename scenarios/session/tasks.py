@@ -607,6 +607,23 @@ class _Pop:
         self.spelled = spelled  # how the setup block writes each address (sometimes in another case)
         self.decoys: list[tuple[str, str, dict]] = []  # (source key: "src1" or "other", type, data)
 
+    def named(self) -> dict[str, str]:
+        """The addresses the program names (setup variables, and hidden ones such as `_chain`), in name order."""
+        return {k: v for k, v in sorted(self.values.items()) if k.startswith(("email", "_")) and isinstance(v, str)}
+
+    def target(self, found: dict | None, type_: str) -> dict | None:
+        """The session the lookup finds, when it is one of this collection's."""
+        return self.colls[type_][_found(self, found)] if found is not None and found["type"] == type_ else None
+
+    def insert(self, type_: str, at: int, data: dict, found: dict | None, target: dict | None) -> bool:
+        """Put a session into a collection at `at`, unless that makes another than `target` the one the lookup
+        finds; whether it was put."""
+        self.colls[type_].insert(at, data)
+        if target is not None and self.colls[type_][_found(self, found)] is not target:
+            self.colls[type_].pop(at)
+            return False
+        return True
+
 
 def _shape_loop(pop: _Pop, rng, profile, type_, kind, pe, me, body) -> None:
     coll = pop.colls[type_]
@@ -641,7 +658,7 @@ def _shape_twin(pop: _Pop, rng, profile, type_, kind, pe, me, body, found) -> No
     if profile not in ("original", "large"):
         return
     coll = pop.colls[type_]
-    target = coll[_found(pop, found)] if found is not None and found["type"] == type_ else None
+    target = pop.target(found, type_)
     p, m, adding = pop.values[pe], pop.values[me], body == "add"
     acted = [i for i, x in enumerate(coll)
              if x is not target and _matches(kind, p, x) and _matches("member", m, x) != adding]
@@ -661,12 +678,9 @@ def _shape_twin(pop: _Pop, rng, profile, type_, kind, pe, me, body, found) -> No
     twin = json.loads(json.dumps(coll[i]))
     twin["members"] = (_members(twin) + [pop.spelled[me]] if adding
                        else [x for x in _members(twin) if not _same(x, m)])
-    coll.insert(i, twin)
-    if target is not None and coll[_found(pop, found)] is not target:  # the twin would be the one found: not here
-        coll.pop(i)
-        if before is not None:
-            coll[i].clear()
-            coll[i].update(before)
+    if not pop.insert(type_, i, twin, found, target) and before is not None:  # the twin would be the one found
+        coll[i].clear()
+        coll[i].update(before)
 
 
 def _variant(address: str, rng: random.Random) -> str:
@@ -681,9 +695,7 @@ def _shape_spelling(pop: _Pop, rng, profile) -> None:
     """Addresses as people write them: some occurrences of each address the program names spelled in another case
     (the same person: the text says so, and the members endpoints agree), at least one of each where it occurs in
     the `original` and `large` profiles, so that code comparing addresses exactly fails there."""
-    for name, address in sorted(pop.values.items()):
-        if not name.startswith(("email", "_")) or not isinstance(address, str):
-            continue
+    for address in pop.named().values():
         spots = [(data, None) for coll in pop.colls.values() for data in coll if data["owner"] == address]
         spots += [(data, j) for coll in pop.colls.values() for data in coll
                   for j, x in enumerate(_members(data)) if x == address]
@@ -790,7 +802,7 @@ def _shape_missing(pop: _Pop, rng, profile, found) -> None:
     """Records as real services keep them: some sessions have no `members` field at all (the documentation says
     so). Only sessions nothing is shaped around lose it: no named address among their owner and members, not the
     session found first, not one with the most members, and none in a collection where the fewest are sought."""
-    named = {v for k, v in pop.values.items() if k.startswith(("email", "_")) and isinstance(v, str)}
+    named = set(pop.named().values())
     for type_, coll in pop.colls.items():
         if found is not None and found["type"] == type_ and found["how"][:1] == ("extreme",) and not found["how"][1]:
             continue  # the fewest members: `_shape_extreme` decides which sessions have no field
@@ -807,7 +819,7 @@ def _shape_missing(pop: _Pop, rng, profile, found) -> None:
 
 def _shape_not_owned(pop: _Pop, rng, type_, kind, pe, me) -> None:
     """A handover's text says its new owner owns none of the sessions handed over yet: made true last."""
-    named = {v for k, v in pop.values.items() if k.startswith(("email", "_")) and isinstance(v, str)}
+    named = set(pop.named().values())
     for data in pop.colls[type_]:
         if _matches(kind, pop.values[pe], data) and _same(data["owner"], pop.values[me]):
             data["owner"] = rng.choice([x for x in pop.people if x not in named])
@@ -852,7 +864,7 @@ def _shape_bulk(pop: _Pop, rng, profile, type_, email) -> None:
     names keep their owner: the steps before shaped them."""
     coll = pop.colls[type_]
     address = pop.values[email]
-    named = {v for k, v in pop.values.items() if k.startswith(("email", "_")) and isinstance(v, str)}
+    named = set(pop.named().values())
     free = [x for x in coll if x["owner"] not in named]
     for data in free:
         if rng.random() < 0.3 and profile != "none":
@@ -869,14 +881,10 @@ def _shape_namesake(pop: _Pop, rng, profile, type_, email, found) -> None:
     `original` and `large` profiles): a pattern that is not anchored deletes it too."""
     if profile not in ("original", "large"):
         return
-    coll = pop.colls[type_]
-    target = coll[_found(pop, found)] if found is not None and found["type"] == type_ else None
+    target = pop.target(found, type_)
     data = _fresh_data(rng, pop)
     data["owner"] = _namesake(pop.values[email], rng)
-    at = rng.randrange(len(coll))
-    coll.insert(at, data)
-    if target is not None and coll[_found(pop, found)] is not target:  # it would be the one found: not here
-        coll.pop(at)
+    pop.insert(type_, rng.randrange(len(pop.colls[type_])), data, found, target)
 
 
 def _fresh_data(rng: random.Random, pop: _Pop) -> dict:
