@@ -39,6 +39,7 @@ OPERATORS = {
     "one_big_page": "asks for the largest page and reads no further",
     "first_match": "acts on the first match only (or takes the oldest where the newest is asked)",
     "tie_break": "breaks a tie the other way",
+    "wrong_item": "takes another item of a list than the one asked for (the last for the first)",
     "predicate": "tests another predicate or field",
     "aggregate": "computes another aggregate",
     "stale_version": "writes with a version it read before a change",

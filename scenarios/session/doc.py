@@ -141,7 +141,7 @@ person, however the address is spelled. The members endpoints compare addresses 
 
 No session lists the same person twice among its members. Titles are compared exactly (case and spaces
 included). A program that writes an address (a new member, a new owner, the owner of a new session) writes it as
-the setup block spells it.
+the setup block spells it, or, when it takes the address from a session, as that session spells it.
 
 A write the service refuses changes nothing. When the service refuses a write to a session with 409 (the write
 would give it the same data as another session of its source and type), the program does not retry it and makes

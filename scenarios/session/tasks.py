@@ -1,13 +1,17 @@
 """The session scenario's frontier programs: steps of the frontier grammar (`scenarios/grammar.py`) over the
 frontier tier of the session service (paged listings, versioned writes, members, bulk delete).
 
-A program is three steps drawn from:
+A program is three to five steps drawn from:
 
 * a lookup: the session of a collection titled `title1`, the newest one owned by an address, the one with the
   most (or fewest) members with a stated tie-break; or an *ensure* (lookup or create: the session titled `title1`
   gets a member, or is added when there is none);
 * a loop over every page of a collection, a predicate on the owner or the members, and a body of one to three
-  calls (remove or add a member, hand the session over, delete it, remove a member and retitle it);
+  calls (remove or add a member, hand the session over, delete it, remove a member and retitle it), or a branch
+  on what each session holds (*offboard*: hand a session its owner leaves to its first other member, or delete it
+  when it has none);
+* in three programs of four, a second loop of the same kind over a collection no other step reads (its list is
+  `changed2`);
 * a closing step: rename the session found first, retrying once on 412 with what a fresh read answers (recovery),
   an aggregate read after the writes (a count, a total, a maximum), or a bulk delete by owner.
 
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 from scenarios.base import Asset, Call, State, Var, join_names
 from scenarios.grammar import Mutation, Plan, Result, Step
@@ -37,6 +42,7 @@ TITLE = "title"
 PROFILES = ("original", "none", "single", "page", "page+1", "large")
 SUFFIXES = (" (archived)", " (reviewed)", " - final", " (shared)")
 VARIANTS = ("natural", "steps", "vague")
+SECOND_LOOP = 0.75  # how often a program has a second loop, over a collection no other step reads
 
 HELPER = '''\
 def every_session(url, body=None):
@@ -319,14 +325,15 @@ def ensure(d: _Draw) -> tuple[Step, dict]:
         {"type": type_}
 
 
-BODIES = ("remove", "add", "handover", "delete", "retitle")
+BODIES = ("remove", "add", "handover", "delete", "retitle", "offboard")
 
 
 def loop(d: _Draw, found: dict | None, allow_delete: bool, chain: bool = False,
-         same: bool = False, bodies: tuple[str, ...] | None = None, kinds: tuple[str, ...] = ("owner", "member")
-         ) -> tuple[Step, dict]:
+         same: bool = False, bodies: tuple[str, ...] | None = None, kinds: tuple[str, ...] = ("owner", "member"),
+         n: int = 1) -> tuple[Step, dict]:
     """A loop over every page of a collection; with `chain`, its predicate is "owned by the owner of the session
-    found first" (a value the lookup read, carried into the loop)."""
+    found first" (a value the lookup read, carried into the loop). `n` numbers the loop's list (`changed1`, ...)
+    when a program has two."""
     rng = d.rng
     type_ = found["type"] if same else d.type(avoid=tuple(d.types))
     url = d.url(type_)
@@ -337,82 +344,114 @@ def loop(d: _Draw, found: dict | None, allow_delete: bool, chain: bool = False,
         d.shapers.append((2, lambda pop, rng, profile: _shape_chain(pop, found, pe)))
     else:
         pe = d.email()
+    # offboard: hand a session the owner leaves to its first other member, or delete it when it has none (it deletes,
+    # and only over a collection no lookup reads, so that no later step asks for a session it may have deleted)
+    body = rng.choice([b for b in bodies or BODIES if (allow_delete or b != "delete") and (
+        b != "offboard" or (kind == "owner" and allow_delete and not (found and found["type"] == type_)))])
     # The address the body writes is never the one a "newest owned by" lookup names (the handover would move it).
-    me = d.email(avoid=(pe,) + ((found["how"][1],) if found and found["how"][0] == "newest" else ()))
+    me = None if body in ("offboard", "delete") else d.email(
+        avoid=(pe,) + ((found["how"][1],) if found and found["how"][0] == "newest" else ()))
     pe_code = 'found1["data"]["owner"]' if chain else pe
-    body = rng.choice([b for b in bodies or BODIES if allow_delete or b != "delete"])
     suffix = rng.choice(SUFFIXES)
     t, tw = f"`{type_}`", _tw(type_)
     item = f"{{{url}}}/{{s['id']}}"
-    head = f"changed1 = []\nfor s in every_session({url}):\n    if {_pred(kind, pe_code)}:\n"
-    muts = [Mutation("predicate", f"    if {_pred(kind, pe_code)}:\n", f"    if {_pred_other(kind, pe_code)}:\n")]
+    changed = f"changed{n}"
+    head = f"{changed} = []\nfor s in every_session({url}):\n    if {_pred(kind, pe_code)}:\n"
+    # Each mutation names its whole block (the loop's list and collection), so a second loop's stays unique.
+    muts = [Mutation("predicate", head, head.replace(_pred(kind, pe_code), _pred_other(kind, pe_code)))]
     levers = ["loops", "pagination"]
     if body in ("remove", "add"):  # one member write; the ids it changed are collected
         adding = body == "add"
         method, done = ("put", 201) if adding else ("delete", 204)
         lines = (f'        r = requests.{method}(f"{item}/members/{{{me}}}")\n'
                  f"        if r.status_code == {done}:\n"
-                 f'            changed1.append(s["id"])\n')
-        muts += [Mutation("collect_all", f"        if r.status_code == {done}:\n            changed1.append(s[\"id\"])\n",
-                          '        changed1.append(s["id"])\n'),
+                 f'            {changed}.append(s["id"])\n')
+        muts += [Mutation("collect_all", lines, lines.replace(f"        if r.status_code == {done}:\n    ", "")),
                  # a refusal (409: the change would duplicate another session) counted as a change
-                 Mutation("refused_write", f"        if r.status_code == {done}:\n",
-                          f"        if r.status_code != {200 if adding else 404}:\n")]
+                 Mutation("refused_write", lines, lines.replace(f"== {done}:", f"!= {200 if adding else 404}:"))]
         if adding:
             act = {"natural": f"add `{me}` to its members",
                    "steps": f"add `{me}` as a member with the members endpoint; when the service answers 201 (newly "
-                            f"added), append the session's id to `changed1`",
+                            f"added), append the session's id to `{changed}`",
                    "vague": f"make `{me}` one of its members"}
-            keep = {"natural": f"the ids of the sessions `{me}` was newly added to",
-                    "steps": "`changed1`", "vague": f"the ids of the sessions that gained `{me}` as a new member"}
+            keep = {"natural": f"the ids of the {t} sessions `{me}` was newly added to",
+                    "steps": f"`{changed}`", "vague": f"the ids of the {tw} sessions that gained `{me}` as a new member"}
         else:
             act = {"natural": f"remove `{me}` from its members",
                    "steps": f"remove `{me}` from its members with the members endpoint; when the service answers "
-                            f"204, append the session's id to `changed1`",
+                            f"204, append the session's id to `{changed}`",
                    "vague": f"take `{me}` off its members where `{me}` is one"}
-            keep = {"natural": f"the ids of the sessions `{me}` was removed from", "steps": "`changed1`",
-                    "vague": f"the ids of the sessions that lost `{me}`"}
+            keep = {"natural": f"the ids of the {t} sessions `{me}` was removed from", "steps": f"`{changed}`",
+                    "vague": f"the ids of the {tw} sessions that lost `{me}`"}
         calls = [Call("add_member" if adding else "remove_member", ["s.id", me], ["r.status"], lines, {})]
     elif body == "handover":
-        lines, calls, stale = _member_then_update(item, "put", me, "owner", me, me)
+        lines, calls, stale = _member_then_update(item, "put", me, "owner", me, me, changed)
         muts += stale
         act = {"natural": f"make `{me}` one of its members (if not one already) and then its owner (`{me}` "
                           f"owns none of them yet): two changes, each its own write, changing nothing else",
                "steps": f"add `{me}` as a member with the members endpoint, read the session again, then update it "
                         f"with its current data but `{me}` as owner, sending its current ETag in `If-Match`; "
-                        f"append the version the update answers to `changed1`",
+                        f"append the version the update answers to `{changed}`",
                "vague": f"hand it over to `{me}` (who owns none of them yet): first `{me}` becomes a member (if "
                         f"not one already), then the owner, nothing else in its data changing (two changes, in that order, "
                         f"each its own write)"}
-        keep = {"natural": "the version each of those sessions has right after its handover",
-                "steps": "`changed1`", "vague": "the version each of them has right after its handover"}
+        keep = {"natural": f"the version each of those {t} sessions has right after its handover",
+                "steps": f"`{changed}`", "vague": f"the version each of those {tw} sessions has right after its handover"}
         levers.append("versions")
         d.shapers.append((4, lambda pop, rng, profile: _shape_not_owned(pop, rng, type_, kind, pe, me)))
     elif body == "delete":
         lines = (f'        requests.delete(f"{item}", headers={{"If-Match": str(s["version"])}})\n'
-                 f'        changed1.append(s["id"])\n')
-        muts.append(Mutation("stale_version", 'headers={"If-Match": str(s["version"])}', 'headers={"If-Match": "1"}'))
+                 f'        {changed}.append(s["id"])\n')
+        muts.append(Mutation("stale_version", lines, lines.replace('str(s["version"])', '"1"')))
         act = {"natural": "delete it", "steps": "delete it, sending its version in `If-Match`, and append its id "
-                                                "to `changed1`", "vague": "remove it"}
-        keep = {"natural": "the ids of the sessions deleted in that loop", "steps": "`changed1`",
-                "vague": "the ids of the sessions removed in that pass"}
+                                                f"to `{changed}`", "vague": "remove it"}
+        keep = {"natural": f"the ids of the {t} sessions deleted in that loop", "steps": f"`{changed}`",
+                "vague": f"the ids of the {tw} sessions removed in that pass"}
         calls = [Call("delete_session", ["s.id", "s.version"], [], lines, {})]
+        levers.append("versions")
+    elif body == "offboard":
+        others = f"[m for m in members(s) if not same_person(m, {pe_code})]"
+        lines = (f"        others = {others}\n"
+                 f"        if others:\n"
+                 f'            requests.put(f"{item}", json={{**s["data"], "owner": others[0]}}, '
+                 f'headers={{"If-Match": str(s["version"])}})\n'
+                 f"        else:\n"
+                 f'            requests.delete(f"{item}", headers={{"If-Match": str(s["version"])}})\n'
+                 f'            {changed}.append(s["id"])\n')
+        delete = f'            requests.delete(f"{item}", headers={{"If-Match": str(s["version"])}})\n'
+        muts += [Mutation("exact_case", lines, lines.replace(f"not same_person(m, {pe_code})", f"m != {pe_code}")),
+                 Mutation("wrong_item", lines, lines.replace('"owner": others[0]', '"owner": others[-1]')),
+                 Mutation("drop_write", lines, lines.replace(delete, "")),
+                 Mutation("collect_all", lines, lines.replace(f'            {changed}.append(s["id"])\n', "")
+                          + f'        {changed}.append(s["id"])\n')]
+        hand = "the first of its other members (in the order they are listed)"
+        act = {"natural": f"hand it over to {hand}, changing nothing else, or delete it if it has no other member",
+               "steps": f"let `others` be its members that are not `{pe}` (the same person whatever the case), in "
+                        f"order; if there are any, update it with its data but the first of `others` as owner, "
+                        f"sending its version in `If-Match`; otherwise delete it, sending its version in "
+                        f"`If-Match`, and append its id to `{changed}`",
+               "vague": f"make {hand} its owner, nothing else in its data changing, or, when there is no other "
+                        f"member, remove the session"}
+        keep = {"natural": f"the ids of the {t} sessions deleted in that loop", "steps": f"`{changed}`",
+                "vague": f"the ids of the {tw} sessions removed in that pass"}
+        calls = [Call("update_session", ["s.id", "s.data", "s.version"], [], lines, {}),
+                 Call("delete_session", ["s.id", "s.version"], [], lines, {})]
         levers.append("versions")
     else:  # retitle
         lines, calls, stale = _member_then_update(item, "delete", me, "title",
                                                   f'current.json()["data"]["title"] + {suffix!r}',
-                                                  f's["data"]["title"] + {suffix!r}')
+                                                  f's["data"]["title"] + {suffix!r}', changed)
         muts += stale
         act = {"natural": f"remove `{me}` from its members if it is one, then append {suffix!r} to its title: "
                           f"two changes, each its own write, changing nothing else",
                "steps": f"remove `{me}` from its members with the members endpoint (a 404 means it was not one), "
                         f"read the session again, then update it with its current data and {suffix!r} appended to "
                         f"its title, sending its current ETag in `If-Match`; append the version the update answers "
-                        f"to `changed1`",
+                        f"to `{changed}`",
                "vague": f"first take `{me}` off its members where `{me}` is one, then give its title an extra "
                         f"{suffix!r} at the end, its other data as it then stands (two changes, in that order, each its own write)"}
-        keep = {"natural": "the version each of those sessions has right after its title changed",
-                "steps": "`changed1`", "vague": "the version each of them has right after its title changed"}
+        keep = {"natural": f"the version each of those {t} sessions has right after its title changed",
+                "steps": f"`{changed}`", "vague": f"the version each of those {tw} sessions has right after its title changed"}
         levers.append("versions")
     muts.append(Mutation("first_match", lines, lines + "        break\n"))
     code = head + lines
@@ -423,30 +462,42 @@ def loop(d: _Draw, found: dict | None, allow_delete: bool, chain: bool = False,
         "vague": "owned by whoever owns the session identified first"}
     texts = {
         "natural": [f"Then, for every {t} session of `src1` {pt['natural']}, {act['natural']}."],
-        "steps": [f"Set `changed1` to an empty list and go through every page of the {t} sessions of `src1`.",
+        "steps": [f"Set `{changed}` to an empty list and go through every page of the {t} sessions of `src1`.",
                   f"For each session {pt['steps']}: {act['steps']}."],
         "vague": [f"Then, for each {tw} session of `src1` {pt['vague']}, {act['vague']}."],
     }
     facts = [("input", "the setup variable `src1`", ("`src1`",)),
              *([] if chain else [("input", f"the setup variable `{pe}`", (f"`{pe}`",))]),
-             ("input", f"the setup variable `{me}`", (f"`{me}`",)),
+             *([] if me is None else [("input", f"the setup variable `{me}`", (f"`{me}`",))]),
              ("value", "loop: the session type", (t, f"{tw} session", f"{tw} sessions")),
              ("value", "loop: the predicate", tuple(pt.values()))]
     if body == "retitle":
         facts.append(("value", "loop: the title suffix", (repr(suffix),)))
-    results = [Result("changed1", {"natural": keep["natural"] + " (in listing order)", "steps": keep["steps"],
+    results = [Result(changed, {"natural": keep["natural"] + " (in listing order)", "steps": keep["steps"],
                                    "vague": keep["vague"] + " (in listing order)"})]
     calls = [Call("list_sessions", ["src1"] + (["found1.data"] if chain else []), ["s.id", "s.data", "s.version"], head, {})] + calls
     d.shapers.append((0, lambda pop, rng, profile: _shape_loop(pop, rng, profile, type_, kind, pe, me, body)))
+    if body == "offboard":  # after the loop's own shaping, which decides which sessions the owner has
+        d.shapers.append((0, lambda pop, rng, profile: _shape_offboard(pop, rng, profile, type_, pe)))
     if body in ("remove", "add"):
         d.shapers.append((6, lambda pop, rng, profile: _shape_twin(pop, rng, profile, type_, kind, pe, me, body,
                                                                    found)))
+    if n > 1:  # its own names (`s2`, `r2`, `current2`): the values it carries are not the first loop's
+        code, muts = _own_names(code, n), [Mutation(m.operator, _own_names(m.before, n), _own_names(m.after, n))
+                                           for m in muts]
+        calls = [Call(c.api, [_own_names(v, n) for v in c.inputs], [_own_names(v, n) for v in c.outputs],
+                      _own_names(c.code, n), c.args) for c in calls]
     step = Step("loop", code, texts, facts, muts, results, calls, tuple(levers))
     return step, {"type": type_, "body": body, "same": same, "kind": kind, "pe": pe, "me": me,
                   "suffix": suffix if body == "retitle" else None}
 
 
-def _member_then_update(item: str, method: str, me: str, key: str, value: str, stale: str
+def _own_names(text: str, n: int) -> str:
+    """A loop's code with its session, answer and fresh read named for loop `n` (`s` becomes `s2`)."""
+    return re.sub(r"\b(s|r|current)\b(?=[\[.,) ])", lambda m: m.group(1) + str(n), text)
+
+
+def _member_then_update(item: str, method: str, me: str, key: str, value: str, stale: str, changed: str
                         ) -> tuple[str, list[Call], list[Mutation]]:
     """A loop body of three calls: a member write (`method` on the members endpoint), a fresh read, and an update
     of the data read with `key` set to `value` (sent with the read's ETag), the version it answers collected. The
@@ -455,10 +506,9 @@ def _member_then_update(item: str, method: str, me: str, key: str, value: str, s
     lines = (f'        requests.{method}(f"{item}/members/{{{me}}}")\n'
              f'        current = requests.get(f"{item}")\n'
              f'        r = requests.put(f"{item}", {update}, headers={{"If-Match": current.headers["ETag"]}})\n'
-             f'        changed1.append(r.json()["version"])\n')
-    mutations = [Mutation("stale_data", update, f'json={{**s["data"], "{key}": {stale}}}'),
-                 Mutation("stale_version", 'headers={"If-Match": current.headers["ETag"]})\n        changed1',
-                          'headers={"If-Match": str(s["version"])})\n        changed1')]
+             f'        {changed}.append(r.json()["version"])\n')
+    mutations = [Mutation("stale_data", lines, lines.replace(update, f'json={{**s["data"], "{key}": {stale}}}')),
+                 Mutation("stale_version", lines, lines.replace('current.headers["ETag"]', 'str(s["version"])'))]
     calls = [Call("add_member" if method == "put" else "remove_member", ["s.id", me], [], lines, {}),
              Call("get_session", ["s.id"], ["current.data", "current.etag"], lines, {}),
              Call("update_session", ["s.id", "current.data", "current.etag"] + ([me] if value == me else []),
@@ -627,7 +677,7 @@ class _Pop:
 
 def _shape_loop(pop: _Pop, rng, profile, type_, kind, pe, me, body) -> None:
     coll = pop.colls[type_]
-    p, m = pop.values[pe], pop.values[me]
+    p, m = pop.values[pe], pop.values.get(me)
     hits = set(_match_positions(profile, len(coll), rng))
     for i, data in enumerate(coll):
         _make_match(kind, p, data, rng, pop.people, i in hits)
@@ -649,6 +699,42 @@ def _shape_loop(pop: _Pop, rng, profile, type_, kind, pe, me, body) -> None:
     decoy = _fresh_data(rng, pop)
     _make_match(kind, p, decoy, rng, pop.people, True)
     pop.decoys.append(("other", type_, decoy))
+
+
+def _shape_offboard(pop: _Pop, rng, profile, type_, pe) -> None:
+    """The sessions the owner leaves: some with other members (the owner sometimes listed among them, first and in
+    another case, and at least two others, so that which one is first matters), some with none (an empty list,
+    null, no field, or only the owner, in another case). Both kinds in the `original` and `large` profiles, and
+    each way of having no member in one profile or another."""
+    p = pop.values[pe]
+    owned = [x for x in pop.colls[type_] if _same(x["owner"], p)]
+    if not owned:
+        return
+    handed = [rng.random() < 0.6 for _ in owned]
+    if profile in ("original", "large") and len(owned) >= 2:
+        handed[-1] = True
+        if all(handed):
+            handed[rng.randrange(len(owned) - 1)] = False
+    named = set(pop.named().values())
+    # the owner in another case than anywhere else the program names it (the setup block may spell it otherwise)
+    spelled = pop.spelled.get(pe, p)
+    alias = next(v for v in (_variant(p, rng), p.upper(), p.title()) if v not in (p, spelled))
+    # how the sessions with no other member hold that, in order: each form somewhere among the profiles, so that a
+    # program that reads `members` as always present, or never null, fails on some input
+    forms = {"original": ["owner", "null"], "large": ["null", "absent"], "page": ["absent", "empty"]}.get(profile, [])
+    for k, (data, hand) in enumerate(zip(owned, handed)):
+        if hand:
+            others = [m for m in _members(data) if not _same(m, p)]
+            pool = [q for q in pop.people if not _same(q, p) and q not in named and q not in others]
+            others += rng.sample(pool, max(0, 2 - len(others)))
+            owner_too = rng.random() < 0.5 or (k == len(owned) - 1 and profile in ("original", "large"))
+            data["members"] = ([alias] if owner_too else []) + others
+        else:
+            form = forms.pop(0) if forms else rng.choice(("empty", "null", "absent", "owner"))
+            if form == "absent":
+                data.pop("members", None)
+            else:
+                data["members"] = {"empty": [], "null": None, "owner": [alias]}[form]
 
 
 def _shape_twin(pop: _Pop, rng, profile, type_, kind, pe, me, body, found) -> None:
@@ -960,7 +1046,7 @@ def _interleave(streams: list[list[dict]], rng: random.Random) -> list[dict]:
 
 
 def plan(scenario, rng: random.Random) -> Plan:
-    """One frontier program of three or four steps (see the module docstring)."""
+    """One frontier program of three to five steps (see the module docstring)."""
     d = _Draw(rng)
     steps: list[Step] = []
     found = None
@@ -981,8 +1067,15 @@ def plan(scenario, rng: random.Random) -> Plan:
     steps.append(step)
     if fix:
         steps.append(rename(d, found, looped))
+    owners = (looped["pe"], looped["me"] or looped["pe"])
+    if rng.random() < SECOND_LOOP:  # a second loop, over a collection of its own (its sessions are not the first's)
+        # a second loop leans to handing over what an owner leaves (a branch on what each session holds)
+        step, again = loop(d, found, allow_delete=True, n=2, bodies=BODIES + ("offboard",) * 5,
+                           kinds=("owner", "owner", "owner", "member"))
+        steps.append(step)
+        owners += (again["pe"], again["me"] or again["pe"])
     if rng.random() < 0.3:
-        owners = (looped["pe"], looped["me"]) + ((found["how"][1],) if found and found["how"][0] == "newest" else ())
+        owners += (found["how"][1],) if found and found["how"][0] == "newest" else ()
         steps.append(bulk(d, list(d.types), avoid=owners, found=found))
     else:
         # How many members the found session ends with, when the loop may have changed them.

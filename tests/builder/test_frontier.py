@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import json
 import random
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -88,7 +89,8 @@ def test_mutants_are_programs_and_cover_each_construct(programs):
                 assert items is not None
     assert {"first_page", "last_page", "one_big_page", "first_match", "tie_break", "predicate", "aggregate",
             "stale_version", "stale_data", "no_retry", "retry_stale", "never_create", "always_create",
-            "collect_all", "missing_field", "null_field", "exact_case", "refused_write"} <= set(operators)
+            "collect_all", "missing_field", "null_field", "exact_case", "refused_write", "wrong_item",
+            "drop_write"} <= set(operators)
     assert {op for op in operators if op in MUST_KILL} == set(operators) - {"result", "argument"}
 
 
@@ -135,6 +137,39 @@ def test_the_world_holds_what_real_stores_hold(programs):
                      and len(a.get("members") or []) != len(b.get("members") or [])]
             twins += bool(pairs)
     assert spelled > 50 and nulls > 20 and missing > 20 and twins > 20
+
+
+def test_a_second_loop_has_names_and_mutants_of_its_own(programs):
+    """Two loops in one program: the second's session, answer and fresh read are `s2`, `r2`, `current2`, and every
+    mutation of either loop names one place in the program (none skipped as not unique)."""
+    twice = [p for p in programs if "changed2 = []" in p.reference_code()]
+    assert len(twice) > 60
+    for p in twice:
+        second = next(step for step in p.plan.steps if "changed2 = []" in step.code)
+        assert "for s2 in every_session(" in second.code and not re.search(r"\b(s|r|current)\b[\[.]", second.code)
+        changes = [change for _, change, _, _ in p.mutants()]
+        assert any("s2" in change for change in changes) and not [n for n in p.notes if "not unique" in n]
+    # the values a second loop carries are its own: they count as bindings of their own
+    assert sum(p.binding_count() for p in twice) / len(twice) > 5
+
+
+def test_an_owner_leaving_hands_over_or_deletes(programs):
+    """The offboarding loop's sessions: some have other members (the owner sometimes listed first, in another
+    case), some have none (empty, null, missing, or only the owner in another case), in the original profile."""
+    leaving = [p for p in programs if "others = [m for m in members(" in p.reference_code()]
+    assert len(leaving) >= 5
+    for p in leaving:
+        step = next(step for step in p.plan.steps if "others = " in step.code)
+        type_ = step.code.split("every_session(")[1].split("_url")[0]
+        name = step.code.split("same_person(m, ")[1].split(")")[0]
+        state = p.population("original", random.Random(4))
+        if name not in state.vars:
+            continue  # the owner of the session found first: no setup variable names it
+        owner = state.vars[name].value.lower()
+        owned = [x for x in _collection(state, type_) if x["owner"].lower() == owner]
+        others = [[m for m in x.get("members") or [] if m.lower() != owner] for x in owned]
+        assert any(len(o) >= 2 for o in others) and any(not o for o in others), owned
+        assert any(m.lower() == owner and m != state.vars[name].value for x in owned for m in x.get("members") or [])
 
 
 def test_a_frontier_build_keeps_its_tasks_and_its_reference_passes(frontier_build, tmp_path):
