@@ -426,8 +426,8 @@ def loop(d: _Draw, found: dict | None, allow_delete: bool, chain: bool = False,
                           + f'        {changed}.append(s["id"])\n')]
         hand = "the first of its other members (in the order they are listed)"
         act = {"natural": f"hand it over to {hand}, changing nothing else, or delete it if it has no other member",
-               "steps": f"let `others` be its members that are not `{pe}` (the same person whatever the case), in "
-                        f"order; if there are any, update it with its data but the first of `others` as owner, "
+               "steps": f"let `others` be its members that are not its owner (the same person whatever the case), "
+                        f"in order; if there are any, update it with its data but the first of `others` as owner, "
                         f"sending its version in `If-Match`; otherwise delete it, sending its version in "
                         f"`If-Match`, and append its id to `{changed}`",
                "vague": f"make {hand} its owner, nothing else in its data changing, or, when there is no other "
@@ -631,8 +631,10 @@ def bulk(d: _Draw, types: list[str], avoid: tuple[str, ...] = (), found: dict | 
                                                            f"re.escape({email})"))]
     line = "import re\n" + line
     texts = {"natural": [f"Then delete every {t} session of `src1` that `{email}` owns."],
-             "steps": [f"Delete the {t} sessions of `src1` whose `data.owner` is `{email}` with the bulk delete "
-                       f"endpoint and let `deleted1` be the number it answers."],
+             "steps": [f"Delete the {t} sessions of `src1` whose owner is `{email}`, however the address is spelled, "
+                       f"with the bulk delete endpoint (its filters compare exactly: match `data.owner` with an "
+                       f"anchored, case-insensitive `$regex` of the escaped address) and let `deleted1` be the "
+                       f"number it answers."],
              "vague": [f"Then get rid of all {tw} sessions of `src1` owned by `{email}`."]}
     facts = [("input", f"the setup variable `{email}`", (f"`{email}`",)),
              ("value", "bulk: the session type", (t, f"{tw} session", f"{tw} sessions"))]

@@ -67,6 +67,7 @@ def test_every_variant_states_every_fact(programs):
         for variant in ("natural", "steps", "vague"):
             rendered = p.render(variant, random.Random(0))
             assert facts.missing(rendered.text, required, rendered.refs) == [], (variant, rendered.text)
+            assert "`_" not in rendered.text, rendered.text  # no address the setup block does not define
 
 
 def test_a_text_that_drops_a_construct_fails_the_fact_check(programs):
