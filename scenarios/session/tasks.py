@@ -533,13 +533,14 @@ def rename(d: _Draw, found: dict, looped: dict) -> Step:
     muts = [Mutation("no_retry", recover, ""), Mutation("retry_stale", retry, stale)]
     texts = {
         "natural": [f"Then append {suffix!r} to the title of the session you found first, changing nothing "
-                    f"else."],
+                    f"else (no other session has the title this gives it)."],
         "steps": [f"Update `found1` with its data and {suffix!r} appended to its title, sending its version in "
                   f"`If-Match`; if the service answers 412 (it changed since it was read), read it again and retry "
                   f"once with its current data, {suffix!r} appended to its current title, and its current ETag. Let "
-                  f"`version1` be the version the successful update answers."],
+                  f"`version1` be the version the successful update answers (no other session has that title, "
+                  f"so the service never answers 409 here)."],
         "vague": [f"Then the session identified first should get {suffix!r} added to the end of its title, "
-                  f"its other data as it then stands."],
+                  f"its other data as it then stands (no other session has the resulting title)."],
     }
     facts = [("value", "rename: the title suffix", (repr(suffix),))]
     results = [Result("version1", {"natural": "the version that session has after the renaming",
