@@ -58,6 +58,7 @@ SWAPS = {
 SIGNATURES = {"torch.matmul": (2, set()), "isolate_audio": (1, set()), "speech_to_text": (1, {"diarize"}),
               "speech_to_speech": (1, {"voice_name"})}
 TRANSPOSE = "torch.transpose"  # its two dims are symmetric (swapping them is equivalent); other pairs are confusions
+SYMMETRIC = {"same_person"}  # functions whose two arguments trade places with no change (equivalent by construction)
 # Values a keyword argument can take instead of its own (the call's documented options).
 KEYWORD_OPTIONS = {"padding": (0, 1, "same", "valid"), "stride": (1, 2), "dilation": (1, 2), "dim": (0, 1, 2, 3)}
 SAME_OPTION = {"padding": {0, "valid"}}  # conv2d's padding=0 is padding='valid': equivalent by construction
@@ -213,7 +214,8 @@ class Mutator:
             for pair in [(a, b) for a in range(4) for b in range(a + 1, 4) if {a, b} != dims]:
                 edit = lambda n, p=pair: setattr(n, "args", n.args[:1] + [ast.Constant(d) for d in p])  # noqa: E731
                 yield self.make("swap_api", call, edit)
-        for owner, field in [(call, "args")] + [(a, "elts") for a in call.args if isinstance(a, (ast.List, ast.Tuple))]:
+        owners = [] if name in SYMMETRIC else [(call, "args")]
+        for owner, field in owners + [(a, "elts") for a in call.args if isinstance(a, (ast.List, ast.Tuple))]:
             seq = getattr(owner, field)
             for i in range(len(seq)):
                 for j in range(i + 1, len(seq)):

@@ -124,3 +124,14 @@ def test_missing_dataset_is_one_line(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and "no dataset folder" in proc.stderr
+
+
+def test_a_symmetric_comparison_is_not_swapped():
+    """same_person(a, b) is same_person(b, a): swapping its arguments is equivalent by construction, not a slip."""
+    audit = load_script()
+    program = ("def same_person(a, b):\n    return a.lower() == b.lower()\n\n"
+               "RESULT = [same_person(email1, email1.title()), max(email1, email1.title())]\n")
+    task = SimpleNamespace(task_id="session-9998", scenario="session", setup_code="email1 = 'a@example.org'\n",
+                           reference_program=program)
+    swaps = [code for op, code in audit.select(task, per_task=1000, seed=0) if op == "swap_args"]
+    assert swaps and not any("same_person(email1.title(), email1)" in c for c in swaps)
