@@ -1070,16 +1070,16 @@ def plan(scenario, rng: random.Random) -> Plan:
     steps.append(step)
     if fix:
         steps.append(rename(d, found, looped))
-    owners = (looped["pe"], looped["me"] or looped["pe"])
+    owners = (looped["pe"], looped["me"])  # the addresses the loops name (`me` is None where a body writes none)
     if rng.random() < SECOND_LOOP:  # a second loop, over a collection of its own (its sessions are not the first's)
         # a second loop leans to handing over what an owner leaves (a branch on what each session holds)
         step, again = loop(d, found, allow_delete=True, n=2, bodies=BODIES + ("offboard",) * 5,
                            kinds=("owner", "owner", "owner", "member"))
         steps.append(step)
-        owners += (again["pe"], again["me"] or again["pe"])
+        owners += (again["pe"], again["me"])
     if rng.random() < 0.3:
         owners += (found["how"][1],) if found and found["how"][0] == "newest" else ()
-        steps.append(bulk(d, list(d.types), avoid=owners, found=found))
+        steps.append(bulk(d, list(d.types), avoid=tuple(a for a in owners if a), found=found))
     else:
         # How many members the found session ends with, when the loop may have changed them.
         target = found if same and looped["body"] in ("remove", "add", "handover", "retitle") else None
