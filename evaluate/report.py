@@ -15,7 +15,9 @@ from pathlib import Path
 
 from evaluate.arguments import Parser
 from evaluate.diagnosis import format_causes, format_metric
+from evaluate.intervals import compare, format_rate
 from evaluate.models import COUNTED_BY_CL100K
+from evaluate.scoring import CI, task_counts, with_intervals
 
 EXAMPLES = """\
 Examples:
@@ -30,7 +32,14 @@ task (n), the tasks scored, pass@1 and success@1 (the program ran on every test 
 every k all runs report, arg_match (the share of the reference's calls made with the right API and arguments, a
 mean over samples) and the three most common causes of failure, the tokens the run's replies cost (~: a
 cl100k_base estimate, for the reference and --samples), its cost in USD when it was scored with
---price-in/--price-out, and pass@1 per scenario. A run written before a column existed shows '-' there.
+--price-in/--price-out, and pass@1 per scenario. Every rate carries its 95% interval over tasks, [low, high]
+(computed from the samples for a run written before results.json had intervals). A run written before a column
+existed shows '-' there.
+
+Below the table, every pair of runs is compared on the tasks both scored: the difference in pass@1 (B - A, the
+later row against the earlier), its paired 95% interval, and the p-value of "no difference" (McNemar's exact
+test with one sample per task, a paired bootstrap otherwise); p < 0.05 is marked significant. Two runs whose
+intervals overlap can still differ significantly: the pairing removes what the tasks share.
 """
 
 # What must be equal for two runs' scores to be put side by side: (label, how to read it from a results.json).
@@ -91,6 +100,12 @@ def _pct(value) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
+def _rate(block: dict | None, key: str) -> str:
+    """A rate with its 95% interval, as the printed table shows it."""
+    block = block or {}
+    return format_rate(block.get(key), (block.get(CI) or {}).get(key))
+
+
 def _tokens(usage: dict | None) -> str:
     if not usage:
         return "-"
@@ -120,18 +135,18 @@ def render_markdown(runs: list[Run], forced: bool = False) -> str:
             *[f"{s} pass@1" for s in scenarios]]
     rows = []
     for r in runs:
-        d, summary = r.data, r.data["summary"]
+        d, summary = r.data, with_intervals(r.data)
         overall = summary["overall"]
         rows.append([
             r.label, str(d.get("run") or r.path.stem), str(d.get("variant") or "-"),
             str((d.get("dataset") or {}).get("content_hash") or "-")[:12],
             str((d.get("sampling") or {}).get("n_samples", "-")), str(overall.get("tasks", "-")),
-            _pct(overall.get("pass@1")), _pct(overall.get("success@1")),
-            *[_pct(overall.get(f"pass@{k}")) for k in shared_ks],
+            _rate(overall, "pass@1"), _rate(overall, "success@1"),
+            *[_rate(overall, f"pass@{k}") for k in shared_ks],
             format_metric((overall.get("diagnosis") or {}).get("arg_match")),
             format_causes(overall.get("diagnosis")) if "diagnosis" in overall else "-",
             _tokens(d.get("usage")), _cost(d.get("usage")),
-            *[_pct((summary.get("scenarios", {}).get(s) or {}).get("pass@1")) for s in scenarios],
+            *[_rate(summary.get("scenarios", {}).get(s), "pass@1") for s in scenarios],
         ])
     first = runs[0].data
     tier = ((first.get("dataset") or {}).get("difficulty") or {}).get("tier")
@@ -146,7 +161,35 @@ def render_markdown(runs: list[Run], forced: bool = False) -> str:
              "| " + " | ".join(head) + " |",
              "|" + "|".join("---:" if h in numeric else "---" for h in head) + "|"]
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    lines += ["", "Rates in percent with their 95% interval over tasks, [low, high]: "
+              f"{with_intervals(first)['interval']['about']}."]
+    if len(runs) > 1 and not (forced and mismatch(runs)):
+        lines += ["", *paired_table(runs)]
     return "\n".join(lines) + "\n"
+
+
+def paired_table(runs: list[Run]) -> list[str]:
+    """Every pair of runs (each later row against each earlier one): the difference in pass@1 on the tasks both
+    scored, its paired 95% interval and p-value (evaluate/intervals.py), and whether it is significant."""
+    labels = _unique_labels(runs)
+    counts = [task_counts(r.data.get("samples") or []) for r in runs]
+    lines = ["## Paired differences in pass@1", "",
+             "Each pair on the tasks both runs scored: B - A with its paired 95% interval, and the p-value of "
+             "\"no difference\" (McNemar's exact test with one sample per task, otherwise a paired bootstrap). "
+             "Significant: p < 0.05, for that pair alone (not corrected for the number of pairs).", "",
+             "| A | B | tasks | A pass@1 | B pass@1 | B - A | 95% interval | p | test | significant |",
+             "|---|---|---:|---:|---:|---:|---|---:|---|---|"]
+    for j in range(len(runs)):
+        for i in range(j):
+            if not counts[i] or not counts[j]:
+                lines.append(f"| {labels[i]} | {labels[j]} | - | - | - | - | - | - | a run has no samples | - |")
+                continue
+            c = compare(counts[i], counts[j])
+            p = "< 0.001" if c.p < 0.001 else f"{c.p:.3f}"
+            lines.append(f"| {labels[i]} | {labels[j]} | {c.tasks} | {_pct(c.a)} | {_pct(c.b)} | "
+                         f"{100 * c.difference:+.1f} | [{100 * c.low:+.1f}, {100 * c.high:+.1f}] | {p} | {c.test} | "
+                         f"{'**yes**' if c.significant else 'no'} |")
+    return lines
 
 
 def plot(runs: list[Run], folder: Path) -> Path:
@@ -181,8 +224,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description=(
             "Compare several runs of python -m evaluate side by side: a Markdown table on stdout (model, variant, "
             "dataset hash, pass@1, success@1, pass@k for the k every run reports, arg_match, the top causes of "
-            "failure, tokens, cost, pass@1 per scenario) and, with --plot, a grouped bar figure of pass@1 per "
-            "scenario. Runs on different dataset content, instruction variants, evaluation modes or difficulty "
+            "failure, tokens, cost, pass@1 per scenario), every rate with its 95% interval, then the paired "
+            "difference in pass@1 of every two runs with its interval and p-value; with --plot, a grouped bar "
+            "figure of pass@1 per scenario. Runs on different dataset content, instruction variants, evaluation modes or difficulty "
             "tiers are refused: their scores are not comparable."
         ),
         epilog=EXAMPLES,

@@ -27,7 +27,8 @@ from evaluate.prompts import build_messages, extract_code
 from evaluate.diagnosis import format_causes, format_metric
 from evaluate.executor import LOCAL, check_reachable, make_executor
 from evaluate.sandbox import Executor, Job, Limits, require_verdicts
-from evaluate.scoring import answer_hash, every_k, from_row, has_verdict, run_containment, score, summarize
+from evaluate.intervals import format_rate
+from evaluate.scoring import CI, answer_hash, every_k, from_row, has_verdict, run_containment, score, summarize
 from evaluate.statuses import INFRA_ERROR, STATUSES
 from evaluate.usage import Price, sample_tokens, summarize_usage
 
@@ -368,11 +369,12 @@ TABLE_KS = (1, 5, 10)  # the pass@k columns printed, with the largest k; results
 
 
 def format_table(summary: dict) -> str:
-    """The printed table; an infra_error column (samples without a verdict, outside every rate) and a line saying
+    """The printed table, every rate with its 95% interval; an infra_error column (samples without a verdict, outside every rate) and a line saying
     what to do about them appear only when a run has some."""
     reported = [int(k[5:]) for k in summary["overall"] if k.startswith("pass@")]
     shown = sorted({k for k in reported if k in TABLE_KS} | ({max(reported)} if reported else set()))
-    ks = [f"pass@{k}" for k in shown] + [k for k in ("success@1",) if k in summary["overall"]]
+    ks = [f"pass@{k}" for k in shown] + [f"pass^{k}" for k in shown if k > 1 and f"pass^{k}" in summary["overall"]]
+    ks += [k for k in ("success@1",) if k in summary["overall"]]
     unscored = summary["overall"].get(INFRA_ERROR, 0)
     apart = [INFRA_ERROR] if unscored else []
     head = ["scenario", "tasks", *ks, "arg_match", *STATUSES, *apart, "top causes"]
@@ -380,7 +382,7 @@ def format_table(summary: dict) -> str:
     for name, block in [*summary["scenarios"].items(), ("overall", summary["overall"])]:
         diagnosis = block.get("diagnosis")
         cells = [name, str(block["tasks"])]
-        cells += ["-" if block[k] is None else f"{100 * block[k]:.1f}%" for k in ks]
+        cells += [format_rate(block[k], block.get(CI, {}).get(k)) for k in ks]
         cells.append(format_metric((diagnosis or {}).get("arg_match")))
         cells += [str(block["statuses"][s]) for s in STATUSES]
         cells += [str(block.get(INFRA_ERROR, 0)) for _ in apart]
@@ -389,6 +391,8 @@ def format_table(summary: dict) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    if "interval" in summary:
+        lines.append(f"[low, high]: the 95% interval over tasks; {summary['interval']['about']}")
     if unscored:
         lines.append(f"{unscored} sample(s) have no verdict ({INFRA_ERROR}: their sandbox workers were lost on every "
                      "retry) and are left out of every rate above; run the same command again to score them")

@@ -8,12 +8,16 @@ A sample one of whose test cases got no verdict (its sandbox worker was lost on 
 the status infra_error: no verdict, no diagnosis, left out of every estimate and counted apart (`unscored`), so
 that a dying machine never lowers a model's score. The same command run again scores those samples.
 
-Two estimates per k, both unbiased (Chen et al., 2021), both means over tasks:
-- pass@k: at least one of k samples passes every test case;
+Three estimates per k, all unbiased, all means over tasks:
+- pass@k (Chen et al., 2021): at least one of k samples passes every test case;
+- pass^k (tau-bench's consistency): all k samples pass, C(c, k) / C(n, k) per task;
 - success@k: at least one of k samples *runs* on every test case, i.e. each test case ends in `pass` or
   `result_error` (the program reached its end without raising and within its time limit; whether RESULT was right
   is not asked). A sample with no code, a syntax error, an exception or a timeout on any test case does not.
   ExploraCoder's Success@k ("the code runs without error"), made precise with this harness's statuses.
+
+Every one of them carries its 95% interval over tasks (`ci95` in each block; the method, Wilson's or a bootstrap
+clustered by task, is named in `summary.interval`: see evaluate/intervals.py).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field, fields
 from math import comb
 
+from evaluate import intervals
 from evaluate.containment import weakest
 from evaluate.data import TaskRecord, TestCase
 from evaluate.diagnosis import diagnose, summarize_diagnoses
@@ -43,6 +48,8 @@ from evaluate.statuses import (
     TIMEOUT,
 )
 from scenarios import get_scenario
+
+CI = "ci95"  # each summary block's intervals: rate -> [low, high]
 
 
 @dataclass
@@ -196,8 +203,8 @@ def every_k(n: int) -> tuple[int, ...]:
 
 
 def summarize(results: list[SampleResult], ks: tuple[int, ...] = (1,)) -> dict:
-    """pass@k and success@k overall and per scenario (means over the tasks with at least k samples that have a
-    verdict), the status distribution, and the diagnosis: partial-credit means over the samples and the count of
+    """pass@k, success@k and pass^k overall and per scenario (means over the tasks with at least k samples that have
+    a verdict) with their 95% intervals (`ci95`; `interval` names the method), the status distribution, and the diagnosis: partial-credit means over the samples and the count of
     each cause of failure (`evaluate.diagnosis`); `infra_error`, the samples left out for want of a verdict."""
     per_task: dict[str, list[SampleResult]] = defaultdict(list)
     unscored: Counter = Counter()  # per task: samples without a verdict, left out of every estimate
@@ -214,19 +221,56 @@ def summarize(results: list[SampleResult], ks: tuple[int, ...] = (1,)) -> dict:
     for task_id in per_task:
         by_scenario[scenario_of[task_id]].append(task_id)
 
+    most = max((len(rs) for rs in per_task.values()), default=1)
+    how = intervals.method(most)
+
     def block(task_ids: list[str]) -> dict:
         out: dict = {"tasks": len(task_ids)}
-        for metric, counts in (("pass", passes), ("success", successes)):
+        ci: dict = {}
+        resamplers: dict[int, intervals.Resampler] = {}  # by tasks counted (those with >= k samples: nested sets)
+        for metric, counts, estimate in (("pass@", passes, pass_at_k), ("success@", successes, pass_at_k),
+                                         ("pass^", passes, intervals.pass_hat_k)):
             for k in ks:
-                vals = [pass_at_k(len(per_task[tid]), counts[tid], k) for tid in task_ids if len(per_task[tid]) >= k]
-                out[f"{metric}@{k}"] = sum(vals) / len(vals) if vals else None
+                vals = [estimate(len(per_task[tid]), counts[tid], k) for tid in task_ids if len(per_task[tid]) >= k]
+                out[f"{metric}{k}"] = sum(vals) / len(vals) if vals else None
+                if vals and how == intervals.BOOTSTRAP and len(vals) not in resamplers:
+                    resamplers[len(vals)] = intervals.Resampler(len(vals))
+                ci[f"{metric}{k}"] = list(intervals.interval(vals, how, resamplers.get(len(vals)))) if vals else None
         statuses = Counter(r.status for tid in task_ids for r in per_task[tid])
         out["statuses"] = {s: statuses.get(s, 0) for s in STATUSES}
         out["diagnosis"] = summarize_diagnoses([r.diagnosis for tid in task_ids for r in per_task[tid]])
         out[INFRA_ERROR] = sum(unscored[tid] for tid in task_ids)  # samples without a verdict (see module doc)
+        out[CI] = ci  # the 95% interval of every rate above, [low, high] (evaluate.intervals)
         return out
 
     return {
         "overall": block(list(per_task)),
         "scenarios": {s: block(ids) for s, ids in sorted(by_scenario.items())},
+        "interval": {"level": intervals.LEVEL, "method": how, "about": intervals.METHODS[how]},
     }
+
+
+def task_counts(rows: list[dict]) -> dict[str, tuple[int, int]]:
+    """Per task, from results.json's sample rows: (samples with a verdict, samples that passed)."""
+    counts: dict[str, list[int]] = {}
+    for row in rows:
+        c = counts.setdefault(row["task_id"], [0, 0])
+        if row.get("status") != INFRA_ERROR:
+            c[0] += 1
+            c[1] += row.get("status") == PASS
+    return {t: (n, p) for t, (n, p) in counts.items()}
+
+
+def with_intervals(report: dict) -> dict:
+    """A results.json's summary with its intervals and pass^k: as written, or, for a run written before scores had
+    intervals, recomputed from its samples (the rates it reported are kept as they are)."""
+    summary = report["summary"]
+    if "interval" in summary or not report.get("samples"):
+        return summary
+    ks = tuple(sorted(int(k[5:]) for k in summary["overall"] if k.startswith("pass@") and k[5:].isdigit())) or (1,)
+    fresh = summarize([from_row(row, None) for row in report["samples"]], ks)
+    out = {**summary, "interval": fresh["interval"]}
+    out["overall"] = {**fresh["overall"], **summary["overall"], CI: fresh["overall"][CI]}
+    out["scenarios"] = {s: {**fresh["scenarios"].get(s, {}), **b, CI: fresh["scenarios"].get(s, {}).get(CI, {})}
+                        for s, b in summary.get("scenarios", {}).items()}
+    return out

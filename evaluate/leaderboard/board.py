@@ -19,6 +19,7 @@ from string import Template
 
 from cards import LEADERBOARD_PAGE, template
 from evaluate.episodes import CODE, MODES
+from evaluate.intervals import rank_ranges
 from evaluate.leaderboard.submission import (
     DEFAULT_ROOT,
     SUBMISSIONS,
@@ -27,6 +28,7 @@ from evaluate.leaderboard.submission import (
 )
 from evaluate.leaderboard.validation import stamp_problem, validate
 from evaluate.plots import COLORS
+from evaluate.scoring import CI, with_intervals
 from evaluate.statuses import EXECUTION_ERROR, NO_CODE, PASS, RESULT_ERROR, STATUSES, SYNTAX_ERROR, TIMEOUT
 
 MARK_START, MARK_END = "<!-- leaderboard:start -->", "<!-- leaderboard:end -->"
@@ -58,10 +60,13 @@ class Entry:
     statuses: dict[str, int]
     rank: int = 0
     mode: str = CODE  # how the model was evaluated (evaluate's --mode)
+    ci: list[float] | None = None  # pass@1's 95% interval over tasks (evaluate/intervals.py)
+    scenario_ci: dict[str, list[float] | None] = field(default_factory=dict)
+    ranks: tuple[int, int] | None = None  # the ranks pass@1's interval allows in its group (best, worst)
 
     @classmethod
     def from_submission(cls, sub) -> "Entry":
-        meta, summary = sub.metadata, sub.results["summary"]
+        meta, summary = sub.metadata, with_intervals(sub.results)
         link = meta.get("link")
         return cls(
             folder=sub.path.name, name=str(meta["name"]), organisation=meta.get("organisation"),
@@ -73,7 +78,17 @@ class Entry:
             n_samples=int(sub.results["sampling"].get("n_samples", 1)), pass1=summary["overall"].get("pass@1"),
             scenarios={s: b.get("pass@1") for s, b in summary["scenarios"].items()},
             statuses={s: int(summary["overall"]["statuses"].get(s, 0)) for s in STATUSES}, mode=sub.mode,
+            ci=(summary["overall"].get(CI) or {}).get("pass@1"),
+            scenario_ci={s: (b.get(CI) or {}).get("pass@1") for s, b in summary["scenarios"].items()},
         )
+
+    @property
+    def rank_range(self) -> str:
+        """The ranks its interval allows, `2–4`, or its one rank when the intervals leave no doubt."""
+        if self.ranks is None:
+            return MISSING
+        best, worst = self.ranks
+        return str(best) if best == worst else f"{best}–{worst}"
 
 
 @dataclass
@@ -160,6 +175,9 @@ def collect(root: str | Path = DEFAULT_ROOT, dataset: str | None = None, revalid
         for i, e in enumerate(members):  # competition ranking: equal pass@1, equal rank
             prev = members[i - 1] if i else None
             e.rank = prev.rank if prev and prev.pass1 == e.pass1 else i + 1
+        scored = [e for e in members if e.pass1 is not None and e.ci]
+        for e, ranks in zip(scored, rank_ranges([tuple(e.ci) for e in scored])):
+            e.ranks = ranks
         out.append(Group(version, digest, members, mode))
     return BuildReport(out, skipped)
 
@@ -168,6 +186,13 @@ def collect(root: str | Path = DEFAULT_ROOT, dataset: str | None = None, revalid
 
 def pct(value: float | None) -> str:
     return MISSING if value is None else f"{100 * value:.1f}"
+
+
+def pct_ci(value: float | None, ci: list[float] | None) -> str:
+    """A rate in percent with its 95% interval: `83.3 [75.1, 89.2]`."""
+    if value is None or not ci:
+        return pct(value)
+    return f"{100 * value:.1f} [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
 
 
 def _e(text) -> str:
@@ -231,7 +256,7 @@ def error_mix_svg(statuses: dict[str, int], width: int = 140, height: int = 12) 
 
 
 def table_html(group: Group) -> str:
-    cols = [("rank", "#", "num", "ascending"), ("model", "Model", "text", None),
+    cols = [("rank", "#", "num", "ascending"), ("ranks", "Ranks", "text", None), ("model", "Model", "text", None),
             ("organisation", "Organisation", "text", None), ("parameters", "Params", "num", None),
             ("weights", "Weights", "text", None), ("pass1", "pass@1", "num", None)]
     cols += [(f"pass1-{s}", s, "num", None) for s in group.scenarios]
@@ -259,13 +284,16 @@ def table_html(group: Group) -> str:
 
         cells = [
             num("rank", e.rank, str(e.rank)),
+            f'<td data-key="ranks" data-value="{_e(e.rank_range)}" title="the ranks the 95% intervals allow">'
+            f'{_e(e.rank_range)}</td>',
             f'<td data-key="model" data-value="{_e(e.name)}" title="{_e(e.model)}">{name}</td>',
             f'<td data-key="organisation" data-value="{_e(e.organisation or "")}">{_e(e.organisation or MISSING)}</td>',
             num("parameters", params, _e(e.parameters or MISSING)),
             f'<td data-key="weights" data-value="{_e(e.weights)}">{_e(e.weights)}</td>',
-            num("pass1", e.pass1, pct(e.pass1), " best" if e.pass1 is not None and e.pass1 == best else ""),
+            num("pass1", e.pass1, pct_ci(e.pass1, e.ci), " best" if e.pass1 is not None and e.pass1 == best else ""),
         ]
-        cells += [num(f"pass1-{s}", e.scenarios.get(s), pct(e.scenarios.get(s))) for s in group.scenarios]
+        cells += [num(f"pass1-{s}", e.scenarios.get(s), pct_ci(e.scenarios.get(s), e.scenario_ci.get(s)))
+                  for s in group.scenarios]
         cells += [
             num("samples", e.n_samples, str(e.n_samples)),
             f'<td data-key="errors">{error_mix_svg(e.statuses)}</td>',
@@ -289,7 +317,8 @@ def render_html(report: BuildReport, generated: str) -> str:
             f"<h2>Dataset {_e(g.title)}</h2>"
             f'<p class="meta">{tasks} tasks ({_e(", ".join(g.scenarios))}), content hash '
             f"<code>{_e(g.content_hash[:16])}</code>, {len(g.entries)} submission(s). Ranked within this version and "
-            f"mode only."
+            f"mode only. pass@1 with its 95% interval over tasks, [low, high]; Ranks: the places those intervals "
+            f"allow (a model whose interval lies wholly above another's ranks above it)."
             f"</p><figure>{chart_svg(g)}<figcaption>pass@1 per scenario on dataset {_e(g.version)} (%)</figcaption>"
             f"</figure>{table_html(g)}</section>"
         )
@@ -311,16 +340,17 @@ def render_markdown(report: BuildReport) -> str:
     out = []
     for g in report.groups:
         out.append(f"**StateEval {_md(g.title)}** (content hash `{g.content_hash[:12]}`, "
-                   f"{max(e.tasks for e in g.entries)} tasks): pass@1 in percent, ranked within this version and "
-                   "mode only.\n")
-        head = ["#", "model", "organisation", "params", "weights", "pass@1", *g.scenarios, "errors", "date"]
+                   f"{max(e.tasks for e in g.entries)} tasks): pass@1 in percent with its 95% interval over tasks, "
+                   "ranked within this version and mode only; ranks: the places those intervals allow.\n")
+        head = ["#", "ranks", "model", "organisation", "params", "weights", "pass@1", *g.scenarios, "errors", "date"]
         out.append("| " + " | ".join(head) + " |")
-        out.append("|" + "|".join("---:" if h in ("#", "pass@1", *g.scenarios) else "---" for h in head) + "|")
+        out.append("|" + "|".join("---:" if h in ("#", "ranks", "pass@1", *g.scenarios) else "---" for h in head) + "|")
         for e in g.entries:
             name = f"[{_md(e.name)}]({e.link})" if e.link else _md(e.name)
             errors = ", ".join(f"{STATUS_LABELS[s]} {e.statuses[s]}" for s in STATUSES[1:] if e.statuses[s]) or "none"
-            cells = [str(e.rank), name, _md(e.organisation), _md(e.parameters), _md(e.weights), pct(e.pass1),
-                     *[pct(e.scenarios.get(s)) for s in g.scenarios], errors, e.date]
+            cells = [str(e.rank), e.rank_range, name, _md(e.organisation), _md(e.parameters), _md(e.weights),
+                     pct_ci(e.pass1, e.ci), *[pct_ci(e.scenarios.get(s), e.scenario_ci.get(s)) for s in g.scenarios],
+                     errors, e.date]
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
     return "\n".join(out)

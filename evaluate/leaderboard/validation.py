@@ -44,6 +44,7 @@ from evaluate.leaderboard.submission import (
     run_sampling,
 )
 from evaluate.statuses import INFRA_ERROR
+from evaluate.scoring import CI
 from evaluate.episodes import CODE, DEFAULT_MAX_TURNS
 from evaluate.prompts import extract_code
 
@@ -294,13 +295,15 @@ def _rescore(sub: Submission, tasks, rescore, sandbox, timeout_s, workers, repor
 
 def _as_submitted(rescored: dict, submitted: dict) -> dict:
     """The re-scored summary in the submission's format: a results.json written before success@k or the
-    diagnosis existed has none, and is compared on what it does report (its pass@k and statuses)."""
+    diagnosis, pass^k or the intervals existed has none, and is compared on what it does report (its pass@k and statuses)."""
     reported = submitted.get("overall", {})
-    dropped = [k for k in rescored["overall"]
-               if k not in reported and (k.startswith("success@") or k in ("diagnosis", INFRA_ERROR))]
+    dropped = [k for k in rescored["overall"] if k not in reported
+               and (k.startswith(("success@", "pass^")) or k in ("diagnosis", INFRA_ERROR, CI))]
     for block in [rescored["overall"], *rescored["scenarios"].values()]:
         for key in dropped:
             block.pop(key, None)
+    if "interval" not in submitted:  # written before scores had intervals
+        rescored.pop("interval", None)
     return rescored
 
 

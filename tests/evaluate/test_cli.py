@@ -139,9 +139,12 @@ def test_samples_that_return_none_score_zero(small_dataset, rows, tmp_path, hf_c
     proc = evaluate("--samples", str(samples), "--dataset", str(small_dataset), "--out", str(tmp_path / "out"),
                     "--workers", "2", hf_cache=hf_cache)
     assert proc.returncode == 0, proc.stderr
-    table = [line.split() for line in proc.stdout.splitlines()[:4]]
+    table = [re.split(r"\s{2,}", line) for line in proc.stdout.splitlines()[:4]]  # cells: two spaces apart
     overall = dict(zip(table[0], next(row for row in table if row[0] == "overall")))
-    assert overall["pass@1"] == "0.0%" and overall["success@1"] == "100.0%"  # wrong, but every program ran
+    # wrong, but every program ran; each rate with its interval over the tasks
+    assert overall["pass@1"].startswith("0.0% [0.0, ") and overall["success@1"].startswith("100.0% [")
+    assert overall["success@1"].endswith(", 100.0]")
+    assert "[low, high]: the 95% interval over tasks; Wilson score interval" in proc.stdout
     report = written(proc)
     assert report["model"] == "nothing"  # named after the samples file
     assert report["summary"]["overall"]["success@1"] == 1.0

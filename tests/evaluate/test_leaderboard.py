@@ -173,30 +173,37 @@ def test_an_edited_generation_is_refused(lb, tmp_path):
     report = validate(folder, str(lb.dataset_v1), workers=2)
     assert not report.ok and list(report.tasks) == ["tensor-0003"]
     assert "submitted pass, re-scored result_error" in report.tasks["tensor-0003"][0]
-    assert [line for line in report.summary if ".diagnosis." not in line] == [
+    assert [line for line in report.summary if ".diagnosis." not in line and ".ci95." not in line] == [
         "overall.pass@1: submitted 1.0, re-scored 0.9166666666666666",
+        "overall.pass^1: submitted 1.0, re-scored 0.9166666666666666",
         "overall.statuses.pass: submitted 12, re-scored 11",
         "overall.statuses.result_error: submitted 0, re-scored 1",
         "scenarios.tensor.pass@1: submitted 1.0, re-scored 0.9166666666666666",
+        "scenarios.tensor.pass^1: submitted 1.0, re-scored 0.9166666666666666",
         "scenarios.tensor.statuses.pass: submitted 12, re-scored 11",
         "scenarios.tensor.statuses.result_error: submitted 0, re-scored 1"]
+    # and so are the intervals
+    assert any(line.startswith("overall.ci95.pass@1: submitted [0.75") for line in report.summary)
     # the diagnosis is re-scored too: the edited reply makes none of the reference's calls
     assert "overall.diagnosis.causes.missing_call: submitted 0, re-scored 1" in report.summary
     assert any(line.startswith("overall.diagnosis.arg_match: submitted 1.0, re-scored 0.91") for line in report.summary)
 
 
-@pytest.mark.parametrize("dropped", [("diagnosis",), ("success@", "diagnosis")])
+@pytest.mark.parametrize("dropped", [("diagnosis",), ("success@", "diagnosis"), ("ci95", "pass^", "interval")])
 def test_a_results_json_from_before_success_at_k_or_the_diagnosis_still_validates(lb, tmp_path, dropped):
     folder = copy(lb.submissions["zeta"], tmp_path / "legacy")
 
     def drop_success(results):
-        for block in [results["summary"]["overall"], *results["summary"]["scenarios"].values()]:
+        for block in [results["summary"], results["summary"]["overall"], *results["summary"]["scenarios"].values()]:
             for key in [k for k in block if k.startswith(dropped)]:
                 del block[key]
 
     edit_json(folder / "results.json", drop_success)
     report = validate(folder, str(lb.dataset_v1), workers=2)
     assert report.ok, report.summary
+    if "ci95" in dropped:  # a run from before intervals: the board computes them from its samples
+        entry = Entry.from_submission(load_submission(folder))
+        assert entry.pass1 == pytest.approx(8 / 12) and entry.ci == pytest.approx([0.3906, 0.8619], abs=1e-4)
 
 
 def test_a_missing_task_is_refused_naming_it(lb, tmp_path):
@@ -281,14 +288,17 @@ def test_markdown_table(built):
     v2, v1 = md.split("**StateEval v1.0.0**")
     assert "Reference replay v2" in v2 and "Zeta-7B" not in v2
     lines = [line for line in v1.splitlines() if line.startswith("| ")]
-    assert lines[0] == "| # | model | organisation | params | weights | pass@1 | tensor | errors | date |"
+    assert lines[0] == "| # | ranks | model | organisation | params | weights | pass@1 | tensor | errors | date |"
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[1:]]
-    assert [r[:7] for r in rows] == [
-        ["1", "[Reference replay](https://example.org/reference)", "StateEval", "–", "open", "100.0", "100.0"],
-        ["2", "Zeta-7B", "Zeta Labs", "7B", "closed", "66.7", "66.7"],
-        ["3", "Beta-70B", "Beta AI", "70B", "open", "50.0", "50.0"],
+    # pass@1 of 12, 8 and 6 tasks in 12, with Wilson intervals; the ranks they allow: Beta's interval lies wholly
+    # below the reference's, so Beta cannot be first and the reference cannot be last
+    assert [r[:8] for r in rows] == [
+        ["1", "1–2", "[Reference replay](https://example.org/reference)", "StateEval", "–", "open",
+         "100.0 [75.8, 100.0]", "100.0 [75.8, 100.0]"],
+        ["2", "1–3", "Zeta-7B", "Zeta Labs", "7B", "closed", "66.7 [39.1, 86.2]", "66.7 [39.1, 86.2]"],
+        ["3", "2–3", "Beta-70B", "Beta AI", "70B", "open", "50.0 [25.4, 74.6]", "50.0 [25.4, 74.6]"],
     ]
-    assert rows[1][7] == "syntax 1, execution 1, result 1, no code 1"
+    assert rows[1][8] == "syntax 1, execution 1, result 1, no code 1"
 
 
 def test_build_leaves_out_unvalidated_and_edited_submissions(lb, tmp_path):
@@ -311,7 +321,7 @@ def test_build_inserts_the_markdown_between_markers(lb, tmp_path):
     build(tmp_path / "site", lb.root, insert_into=[readme])
     text = readme.read_text()
     assert "old" not in text and text.endswith("<!-- leaderboard:end -->\n\nafter\n")
-    assert "| 3 | Beta-70B | Beta AI | 70B | open | 50.0 | 50.0 |" in text
+    assert "| 3 | 2–3 | Beta-70B | Beta AI | 70B | open | 50.0 [25.4, 74.6] | 50.0 [25.4, 74.6] |" in text
     with pytest.raises(SubmissionError, match="markers"):
         build(tmp_path / "site", lb.root, insert_into=[tmp_path / "site" / "leaderboard.md"])
 

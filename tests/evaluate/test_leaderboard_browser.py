@@ -150,13 +150,15 @@ def test_page_shows_the_validated_numbers(page):
     assert [r["model"] for r in shown] == ["Reference replay", "Zeta-7B", "Beta-70B"]
     expected = [f"{100 * expected_pass1(lb.submissions[k]):.1f}" for k in ("reference", "zeta", "beta")]
     assert expected == ["100.0", "66.7", "50.0"]
-    assert [r["pass1"] for r in shown] == expected and [r["pass1-tensor"] for r in shown] == expected
-    assert [r["rank"] for r in shown] == ["1", "2", "3"]
+    shown_pass1 = [r["pass1"].split(" [")[0] for r in shown]  # each with its interval: "66.7 [39.1, 86.2]"
+    assert shown_pass1 == expected and [r["pass1-tensor"].split(" [")[0] for r in shown] == expected
+    assert [r["pass1"] for r in shown] == ["100.0 [75.8, 100.0]", "66.7 [39.1, 86.2]", "50.0 [25.4, 74.6]"]
+    assert [r["rank"] for r in shown] == ["1", "2", "3"] and [r["ranks"] for r in shown] == ["1–2", "1–3", "2–3"]
     assert [r["parameters"] for r in shown] == ["–", "7B", "70B"]
     assert {r["version"] for r in shown} == {"v1.0.0"}
     # the other dataset version is its own table, never ranked with these rows
     v2 = rows(browser, 'table.board[data-version="v2.0.0"]')
-    assert [(r["rank"], r["model"], r["pass1"]) for r in v2] == [("1", "Reference replay v2", "100.0")]
+    assert [(r["rank"], r["model"], r["pass1"].split(" [")[0]) for r in v2] == [("1", "Reference replay v2", "100.0")]
     bars = browser.find('section[data-version="v1.0.0"] svg.chart rect.bar')
     assert sorted((browser.attribute(b, "data-model"), browser.attribute(b, "data-scenario"),
                    browser.attribute(b, "data-value")) for b in bars) == sorted(
@@ -172,10 +174,10 @@ def test_clicking_headers_sorts_the_rows(page, tmp_path):
     assert browser.attribute(header(browser, "model"), "aria-sort") == "ascending"
 
     browser.click(header(browser, "pass1"))  # numbers: best first
-    assert [r["pass1"] for r in rows(browser)] == ["100.0", "66.7", "50.0"]
+    assert [r["pass1"].split(" [")[0] for r in rows(browser)] == ["100.0", "66.7", "50.0"]
     assert browser.attribute(header(browser, "model"), "aria-sort") is None
     browser.click(header(browser, "pass1"))  # again: reversed
-    assert [r["pass1"] for r in rows(browser)] == ["50.0", "66.7", "100.0"]
+    assert [r["pass1"].split(" [")[0] for r in rows(browser)] == ["50.0", "66.7", "100.0"]
     assert browser.attribute(header(browser, "pass1"), "aria-sort") == "ascending"
 
     browser.click(header(browser, "parameters"))  # 70B > 7B as numbers (as text "70B" < "7B"); unknown last

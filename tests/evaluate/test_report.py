@@ -37,16 +37,21 @@ def two_runs(small_dataset, small_tasks, tmp_path_factory):
 def test_two_real_runs_side_by_side(two_runs, capsys):
     reference, wrong = two_runs
     assert main([str(reference.parent), str(wrong)]) == 0  # a run folder or its results.json
-    table = [line for line in capsys.readouterr().out.splitlines() if line.startswith("|")]
+    out = capsys.readouterr().out
+    table = [line for line in out[:out.index("## Paired")].splitlines() if line.startswith("|")]
     head = [c.strip() for c in table[0].strip("|").split("|")]
     assert head == ["model", "run", "variant", "dataset", "n", "tasks", "pass@1", "success@1", "arg_match",
                     "top causes", "tokens", "cost", "tensor pass@1"]
     rows = {r["model"]: r for r in (dict(zip(head, (c.strip() for c in line.strip("|").split("|"))))
                                     for line in table[2:])}
     assert set(rows) == {"reference", "wrong"}
-    assert rows["reference"]["pass@1"] == "100.0%" and rows["reference"]["success@1"] == "100.0%"
-    assert rows["wrong"]["pass@1"] == "50.0%" and rows["wrong"]["success@1"] == "75.0%"
-    assert rows["wrong"]["tensor pass@1"] == "50.0%"
+    # every rate with its Wilson interval over the 4 tasks
+    assert rows["reference"]["pass@1"] == "100.0% [51.0, 100.0]" and rows["reference"]["success@1"].startswith("100.0% [")
+    assert rows["wrong"]["pass@1"] == "50.0% [15.0, 85.0]" and rows["wrong"]["success@1"].startswith("75.0% [")
+    assert rows["wrong"]["tensor pass@1"] == "50.0% [15.0, 85.0]"
+    # the paired difference: the two tasks the wrong run lost are its only disagreements, too few to be significant
+    paired = out[out.index("## Paired"):]
+    assert "| reference | wrong | 4 | 100.0% | 50.0% | -50.0 |" in paired and "| 0.500 | mcnemar exact | no |" in paired
     assert rows["reference"]["arg_match"] == "1.00" and rows["reference"]["top causes"] == "-"
     assert rows["wrong"]["arg_match"] == "0.50"  # two right programs, and two that make no call
     assert rows["wrong"]["top causes"] == "crash 1, missing_call 1"
