@@ -3,6 +3,7 @@
 Examples:
   python -m builder --scenarios tensor --n 60 --seed 0 --out stateeval
   python -m builder --scenarios tensor --n 60 --seed 1 --no-coverage --out ablation
+  python -m builder --precision 0.05 --out stateeval-large   # 385 programs per scenario: pass@1 within +-5 points
   python -m builder --n 33334 --out stateeval-100k     # 100,000 tasks in constant memory; killed, the same command
                                                        # resumes from the finished shards (--overwrite: start afresh)
   python -m builder --translator openai:gpt-4.1-mini --out stateeval        # LLM agents (OPENAI_API_KEY)
@@ -17,10 +18,23 @@ from __future__ import annotations
 import argparse
 import sys
 
-from builder.config import TIERS, BuildConfig
+from builder.config import DEFAULT_PRECISION, TIERS, BuildConfig
 from evaluate.arguments import INTERRUPTED, Parser, at_least_one, positive_seconds
 from evaluate.executor import add_executor_options, check_choice
+from evaluate.intervals import tasks_for
 from scenarios import scenario_names
+
+
+def half_width(text: str) -> float:
+    """--precision: a half-width between 0 and 0.5 (0.05 is five points)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 0.5:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a half-width: give a number between 0 and 0.5, for "
+                                         "example 0.05 for five points")
+    return value
 
 
 def parse_args(argv: list[str] | None = None) -> BuildConfig:
@@ -42,8 +56,14 @@ def parse(argv: list[str] | None = None) -> tuple[BuildConfig, bool]:
     )
     p.add_argument("--scenarios", default=",".join(d.scenarios),
                    help=f"comma-separated scenarios (known: {', '.join(scenario_names())}; default: all)")
-    p.add_argument("--n", type=int, default=d.n, help="programs fuzzed per scenario; rejected ones are dropped "
-                   f"(default {d.n})")
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--n", type=int, default=None, help="programs fuzzed per scenario; rejected ones are dropped "
+                      f"(default {d.n}: --precision {DEFAULT_PRECISION:g})")
+    size.add_argument("--precision", type=half_width, default=None, metavar="H",
+                      help="size the build for a precision instead of --n: H is the 95%% interval's half-width "
+                           "wanted for each scenario's pass@1 at worst (a rate of 50%%, one sample per task); "
+                           f"0.1 fuzzes {tasks_for(0.1)} programs per scenario, 0.05 {tasks_for(0.05)}, "
+                           f"0.03 {tasks_for(0.03)}. The card states the half-width of the tasks kept")
     p.add_argument("--seed", type=int, default=d.seed, help="build seed; a new seed gives a fresh split (default 0)")
     p.add_argument("--out", default=d.out, help=f"output folder (default {d.out}); an earlier build there is replaced "
                    "when the new one is complete. Shards are written as they finish into .OUT.partial beside it: "
@@ -104,7 +124,14 @@ def parse(argv: list[str] | None = None) -> tuple[BuildConfig, bool]:
     f.add_argument("--ngram-share", type=float, default=d.ngram_share,
                    help="drop a task when at least this share of its instruction 13-grams occurs in a previous "
                         f"release; 0 = any shared 13-gram (default {d.ngram_share})")
+    f.add_argument("--match-pool", type=int, default=None, metavar="K",
+                   help="fuzz up to K times --n programs per scenario and keep those that match the first "
+                        "--against release's mix of API calls, bindings and branches, stratum by stratum "
+                        f"(builder/match.py; the card reports the match); 0 keeps the first --n, unmatched "
+                        f"(default {d.match_pool})")
     a = p.parse_args(argv)
+    if a.match_pool is not None and not a.fresh:
+        p.error("--match-pool applies to a fresh split only: add --fresh --against PREVIOUS")
     if problem := check_choice(a.executor, a.ray_address):
         p.error(problem)
     names = [s.strip() for s in a.scenarios.split(",") if s.strip()]
@@ -113,12 +140,13 @@ def parse(argv: list[str] | None = None) -> tuple[BuildConfig, bool]:
         p.error(f"unknown scenario(s) {unknown}; choose from {', '.join(scenario_names())}")
     try:
         return BuildConfig(
-            scenarios=names, n=a.n, seed=a.seed, tier=a.tier, out=a.out, translator=a.translator, workers=a.workers,
+            scenarios=names, n=tasks_for(a.precision) if a.precision else d.n if a.n is None else a.n, seed=a.seed, tier=a.tier, out=a.out, translator=a.translator, workers=a.workers,
             executor=a.executor, ray_address=a.ray_address,
             base_url=a.base_url, max_rounds=a.max_rounds, concurrency=a.concurrency,
             calls_per_path=a.calls_per_path, branches=a.branches, branch_probability=a.branch_probability,
             coverage=a.coverage, recency=a.recency, created_at=a.created_at, timeout_s=a.timeout_s, redraws=a.redraws,
             mutants=a.mutants, probes=a.probes, fresh=a.fresh, against=a.against, ngram_share=a.ngram_share,
+            match_pool=d.match_pool if a.match_pool is None else a.match_pool,
             shard_size=a.shard_size,
         ), a.overwrite
     except ValueError as exc:

@@ -6,15 +6,19 @@ import datetime as _dt
 import random
 from dataclasses import asdict, dataclass, field
 
+from evaluate.intervals import tasks_for
 from scenarios import scenario_names
 
 TIERS = ("paper", "frontier")
+DEFAULT_PRECISION = 0.1  # the default release's worst-case 95% half-width of each scenario's pass@1 (--precision)
 
 
 @dataclass
 class BuildConfig:
     scenarios: list[str] = field(default_factory=scenario_names)
-    n: int = 60  # programs fuzzed per scenario (tasks kept are at most this many)
+    # programs fuzzed per scenario (tasks kept are at most this many); by default enough that each scenario's
+    # pass@1 is known to DEFAULT_PRECISION (a 95% half-width, at worst): 97 programs for 10 points
+    n: int = field(default_factory=lambda: tasks_for(DEFAULT_PRECISION))
     tier: str = "paper"  # paper (the paper's programs) or frontier (programs that read the world: builder/frontier.py)
     seed: int = 0
     out: str = "stateeval"
@@ -41,6 +45,9 @@ class BuildConfig:
     against: list[str] = field(default_factory=list)
     avoid_seeds: list[int] = field(default_factory=list)  # seeds of those releases' lineage (filled by the build)
     ngram_share: float = 0.5  # drop a task when this share of its instruction 13-grams is in a previous release
+    # A fresh split's programs per scenario at most, as a multiple of n, from which the tasks matching the first
+    # previous release's strata are kept (builder/match.py); 0 keeps the first n that pass, unmatched
+    match_pool: int = 3
 
     def __post_init__(self) -> None:
         # No date given: today's. A resumed build takes its unfinished build's date instead (builder/checkpoint.py),
@@ -90,6 +97,8 @@ class BuildConfig:
             raise ValueError("--branch-probability must be between 0 and 1")
         if self.fresh != bool(self.against):
             raise ValueError("--fresh and --against go together: --fresh --against PREVIOUS (a folder or ORG/NAME@vX.Y.Z)")
+        if self.match_pool < 0:
+            raise ValueError("--match-pool must be 0 (no matching) or more (programs fuzzed, as a multiple of --n)")
         if not 0 <= self.ngram_share <= 1:
             raise ValueError("--ngram-share must be between 0 and 1 (0: any shared 13-gram is an overlap)")
 
@@ -105,6 +114,8 @@ class BuildConfig:
         """What MANIFEST.json records. Where the build ran is left out: it does not change a byte of the shards,
         and a cluster's address does not belong in a published dataset."""
         saved = {k: v for k, v in asdict(self).items() if k not in ("executor", "ray_address")}
+        if not self.fresh:  # matching is a fresh split's step: other manifests stay what they were before it
+            del saved["match_pool"]
         if self.tier == "paper":  # a paper build's manifest stays what it was before tiers had names
             del saved["tier"]
         return {**saved, "difficulty": self.difficulty()}

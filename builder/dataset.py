@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from builder import __version__
 from cards import DATASET_CARD, template
 from evaluate.data import DATA_DIR, MANIFEST, SCHEMA, DatasetError, TaskRecord, content_hash, file_sha256
+from evaluate.intervals import half_width
 from evaluate.provenance import library_versions
 
 def shard_name(scenario: str, k: int, digest: str, total: int | None = None) -> str:
@@ -68,8 +69,22 @@ def render_card(manifest: dict, table1: str, report: dict | None = None) -> str:
         "mutation_table": mutation_markdown((report or {}).get("mutation", {})),
         "fresh_note": fresh_note((report or {}).get("fresh")),
         "scenarios": ", ".join(manifest["counts"]),
+        "precision": precision_line(manifest["counts"]),
     }
     return string.Template(template(DATASET_CARD)).substitute(values)
+
+
+def precision_line(counts: dict[str, int]) -> str:
+    """The card's sentence on how precisely this build measures: the worst-case 95% half-width of pass@1."""
+    kept = {s: n for s, n in counts.items() if n}
+    if not kept:
+        return ""
+    each = ", ".join(f"{s} ±{100 * half_width(n):.1f}" for s, n in kept.items())
+    total = sum(kept.values())
+    return (f"Precision: with one sample per task, a pass@1 measured on this build has a 95% interval of at most "
+            f"these half-widths (the worst case, a rate of 50%; narrower away from it): {each} points per scenario, "
+            f"±{100 * half_width(total):.1f} over all {total} tasks. Two models are told apart more finely by the "
+            "paired comparison of `python -m evaluate.report`. Build with `--precision H` for another half-width.")
 
 
 def difficulty_line(config: dict) -> str:
@@ -115,7 +130,26 @@ def fresh_note(fresh: dict | None) -> str:
             f"same call sequence with arguments on some path, or at least {fresh['ngram_share']:.0%} of an "
             "instruction's distinctive 13-grams, those no two earlier tasks share). Score only tasks created after "
             "a model's training cut-off with "
-            "`python -m evaluate --since YYYY-MM-DD`.")
+            "`python -m evaluate --since YYYY-MM-DD`." + match_note(fresh.get("match")))
+
+
+def match_note(match: dict | None) -> str:
+    """How closely a matched fresh split follows its release's structure, feature by feature (builder/match.py)."""
+    if not match:
+        return ""
+    rows = ["| scenario | tasks (release) | API calls D | bindings D | path depth D | 5% critical D | branching "
+            "(release) | largest stratum-share gap |", "|---|---|---|---|---|---|---|---|"]
+    for s, r in match["scenarios"].items():
+        ks, b, gap = r["ks"], r["branch_share"], r["largest_stratum_gap"]
+        rows.append(f"| {s} | {r['tasks']} ({r['release_tasks']}) | {ks['num_api_calls']['d']:.3f} | "
+                    f"{ks['binding_count']['d']:.3f} | {ks['path_depth']['d']:.3f} | "
+                    f"{ks['num_api_calls']['critical']:.3f} | {b['split']:.0%} ({b['release']:.0%}) | "
+                    f"{gap['gap']:.1%} (`{gap['stratum']}`) |")
+    return (f"\n\nIts structure is **matched** to `{match['against']}`: from a pool of up to {match['pool']} times the "
+            "programs asked per scenario, a task was kept only while its stratum (the release's tertiles of API "
+            "calls made and of bindings, and whether it branches) had room for the release's share. The match, "
+            "feature by feature (D: the two-sample Kolmogorov-Smirnov statistic against the release; below the "
+            "critical value, the two samples are not told apart at 5%):\n\n" + "\n".join(rows))
 
 
 def check_out(out: Path) -> None:

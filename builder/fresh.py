@@ -235,6 +235,19 @@ class FreshSplit:
 
         return keep(drafts, reason, rejections)
 
+    def matcher(self, config):
+        """The matching step for this split (builder/match.py): the first release's strata, or None (--match-pool
+        0)."""
+        if not config.match_pool:
+            return None
+        from builder.match import Matcher
+
+        first = self.releases[0]
+        by_scenario: dict[str, list] = {}
+        for t in first.tasks:
+            by_scenario.setdefault(t.scenario, []).append(t)
+        return Matcher({s: by_scenario.get(s, []) for s in config.scenarios}, config.n, config.match_pool, first.source)
+
     def tallies(self) -> dict:
         """What `summary` counts so far, for a build's checkpoint (`restore` puts it back)."""
         return {"checked": self.checked, "dropped": dict(self.dropped), "matched": dict(self.matched)}
@@ -293,6 +306,12 @@ def describe(summary: dict, created_at: str) -> str:
     by = ", ".join(f"{n} by {k}" for k, n in summary["dropped_by_reason"].items()) or "none"
     lines = [f"fresh split: seed {summary['seed']}, created_at {created_at}, checked against {against}",
              f"  dropped {summary['dropped']} of {summary['checked']} tasks that overlapped ({by})"]
+    if summary.get("match"):
+        from builder.match import describe as describe_match
+
+        lines.append(f"  matched to {summary['match']['against']} (from a pool of up to {summary['match']['pool']} x "
+                     "--n programs per scenario):")
+        lines += [f"    {line}" for line in describe_match(summary["match"])]
     warning = summary.get("warning")
     if warning:
         lines.append(f"  warning: {warning}")

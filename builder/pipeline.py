@@ -413,6 +413,9 @@ class Run:
                           else ScenarioRun(name, Fuzzer(name)) for name in config.scenarios}
         if fresh and "fresh" in state:
             fresh.restore(state["fresh"])
+        self.match = fresh.matcher(config) if fresh else None  # a matched fresh split (builder/match.py)
+        if self.match and "match" in state:
+            self.match.restore(state["match"])
         self.translator = get_translator(config)
 
     def state(self) -> dict:
@@ -420,14 +423,28 @@ class Run:
                  "rejections": dict(self.rejections), "table1": self.table1.to_state()}
         if self.fresh:
             state["fresh"] = self.fresh.tallies()
+        if self.match:
+            state["match"] = self.match.state()
         return state
+
+    def limit(self, s: ScenarioRun) -> int:
+        """The most programs fuzzed for a scenario: n, or a matched fresh split's pool."""
+        return self.match.limit(s.name) if self.match else self.config.n
+
+    def wanted(self, s: ScenarioRun) -> int:
+        """Programs to fuzz next: up to the limit, and for a matched split no more than the places left (at least
+        a few: most strata fill before the last places do)."""
+        left = self.limit(s) - s.next
+        if self.match and self.match.remaining(s.name) is not None:
+            return min(left, 0 if self.match.full(s.name) else max(4, self.match.remaining(s.name)))
+        return left
 
     def scenario(self, s: ScenarioRun, sandbox: Executor) -> None:
         """Every remaining program of a scenario. At most one shard of records is alive: each batch of programs
         is as large as the room left in the shard, and a full shard is written, checkpointed and dropped."""
         size, records = self.config.shard_size, []
-        while s.next < self.config.n:
-            records += self.tasks(s, min(s.next + size - len(records), self.config.n), sandbox)
+        while self.wanted(s) > 0:
+            records += self.tasks(s, s.next + min(size - len(records), self.wanted(s)), sandbox)
             if len(records) == size:
                 self.write(s, records)
                 records = []
@@ -450,6 +467,8 @@ class Run:
             kept = analyse_mutants(kept, sandbox, config, rejections)
         s.next = stop
         records = [to_record(d, config) for d in kept]
+        if self.match:
+            records = self.match.take(s.name, records, rejections)
         for r in records:
             s.tally.add(r)
             self.table1.add(r, frontier=config.tier == FRONTIER)
@@ -465,7 +484,7 @@ class Run:
         config, scenarios = self.config, self.scenarios
         report = {
             "mutation": {name: s.tally.mutation() for name, s in scenarios.items()} if config.mutants else {},
-            "attempts": {name: config.n for name in scenarios},
+            "attempts": {name: s.next for name, s in scenarios.items()},  # programs fuzzed
             "kept": {name: s.tally.tasks for name, s in scenarios.items()},
             "rejections": dict(sorted(self.rejections.items())),
             "fact_check": {name: {"tasks": s.translated,  # translated in every variant; rejected: by the fact check
@@ -477,6 +496,8 @@ class Run:
         }
         if self.fresh:
             report["fresh"] = self.fresh.summary()
+            if self.match:
+                report["fresh"]["match"] = self.match.summary()
         return report
 
 

@@ -140,12 +140,33 @@ def test_fresh_build_keeps_no_overlapping_task(small_dataset, small_tasks, fresh
     assert manifest["config"]["avoid_seeds"] == [SMALL["seed"]]
     assert fresh["against"][0]["content_hash"] == load_tasks(str(small_dataset))[1]["content_hash"]
     assert fresh["checked"] == fresh["dropped"] + len(new) + sum(
-        n for r, n in report["rejections"].items() if "oracle" in r or "reference" in r)
+        n for r, n in report["rejections"].items() if "oracle" in r or "reference" in r or "stratum" in r)
     dropped = sum(n for r, n in report["rejections"].items() if "overlaps a previous release" in r)
     assert dropped == fresh["dropped"] == sum(fresh["dropped_by_reason"].values())
     assert {t.created_at for t in new} == {"2026-02-01"} and fresh["warning"] is None
     card = (out / "README.md").read_text()
     assert "fresh split" in card and f"{fresh['dropped']} of the {fresh['checked']}" in card
+
+
+def test_a_fresh_split_is_matched_to_its_release_stratum_by_stratum(small_tasks, fresh_build):
+    """From a pool of up to 3 x n programs, each stratum (tertiles of calls and bindings, branching) keeps at most
+    the release's share of n, and the card and the report give the match feature by feature."""
+    from builder.match import Strata, features
+
+    out, report = fresh_build
+    new, _ = load_tasks(str(out))
+    match = report["fresh"]["match"]
+    assert match["pool"] == 3 and match["against"] == report["fresh"]["against"][0]["source"]
+    strata = Strata([features(t) for t in small_tasks], SMALL["n"])
+    taken = Counter(strata.key(features(t)) for t in new)
+    assert all(taken[k] <= strata.quota.get(k, 0) for k in taken), (taken, strata.quota)
+    assert sum(strata.quota.values()) == SMALL["n"]
+    assert report["attempts"]["tensor"] <= 3 * SMALL["n"]
+    r = match["scenarios"]["tensor"]
+    assert r["tasks"] == len(new) and r["release_tasks"] == len(small_tasks)
+    assert set(r["ks"]) == {"num_api_calls", "binding_count", "path_depth"}
+    card = (out / "README.md").read_text()
+    assert "matched" in card and f"| tensor | {len(new)} ({len(small_tasks)}) | {r['ks']['num_api_calls']['d']:.3f} |" in card
 
 
 def test_a_rebuild_of_the_previous_release_is_dropped_whole(small_dataset, small_tasks, tmp_path):
@@ -189,6 +210,10 @@ def test_cli_parses_fresh_flags(small_dataset):
     assert config.fresh and config.against == [str(small_dataset), "org/x@v1.0.0"] and config.ngram_share == 0
     with pytest.raises(SystemExit):
         parse_args(["--fresh"])
+    assert parse_args(["--fresh", "--against", str(small_dataset)]).match_pool == 3
+    assert parse_args(["--fresh", "--against", str(small_dataset), "--match-pool", "0"]).match_pool == 0
+    with pytest.raises(SystemExit):  # matching is a fresh split's step
+        parse_args(["--match-pool", "2"])
 
 
 def test_against_a_hub_release_downloads_that_tag(small_dataset, tmp_path, monkeypatch):

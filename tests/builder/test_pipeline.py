@@ -108,6 +108,9 @@ def test_card_statistics_describe_this_build(small_build):
     assert manifest["content_hash"] in text
     assert f"| tensor | {report['kept']['tensor']} |" in text
     assert not re.search(r"\$\{?[a-z_]+", text), "an unfilled template field"
+    # how precisely a score on it is known: the worst-case half-width of the tasks kept
+    kept = report["kept"]["tensor"]
+    assert f"tensor ±{100 * 1.959964 * (0.25 / kept) ** 0.5:.1f} points per scenario" in text
 
 
 def test_load_dataset_reads_the_folder(small_dataset, monkeypatch):
@@ -324,6 +327,21 @@ def test_cli_unknown_scenario_names_the_known_ones(tmp_path):
     assert "holodeck" in done.stderr
     for name in scenario_names():
         assert name in done.stderr
+    assert not (tmp_path / "ds").exists()
+
+
+def test_precision_sizes_the_build(tmp_path):
+    """--precision H gives the programs per scenario whose worst-case 95% half-width is at most H; the default
+    release is sized for 10 points; --n and --precision together, or a half-width out of range, are refused."""
+    from builder.__main__ import parse_args
+    from builder.config import DEFAULT_PRECISION
+
+    assert parse_args(["--precision", "0.05"]).n == 385 and parse_args(["--precision", "0.1"]).n == 97
+    assert parse_args([]).n == 97 and DEFAULT_PRECISION == 0.1 and parse_args(["--n", "7"]).n == 7
+    done = run_cli("--n", "5", "--precision", "0.1", "--out", "ds", cwd=tmp_path)
+    assert done.returncode == 2 and "not allowed with argument --n" in done.stderr
+    done = run_cli("--precision", "5", "--out", "ds", cwd=tmp_path)
+    assert done.returncode == 2 and "between 0 and 0.5" in done.stderr and len(done.stderr.splitlines()) == 1
     assert not (tmp_path / "ds").exists()
 
 
