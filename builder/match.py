@@ -89,10 +89,6 @@ class Strata:
         return (f"calls{_bin(f[0], self.cuts['num_api_calls'])}-bindings{_bin(f[1], self.cuts['binding_count'])}"
                 f"-{'branch' if f[3] else 'straight'}")
 
-    def room(self, f) -> bool:
-        key = self.key(f)
-        return sum(self.key(t) == key for t in self.taken) < self.quota.get(key, 0)
-
     @property
     def remaining(self) -> int:
         return self.n - len(self.taken)
@@ -135,9 +131,11 @@ class Matcher:
         if scenario not in self.strata:
             return records
         strata, kept = self.strata[scenario], []
+        filled = Counter(strata.key(f) for f in strata.taken)
         for r in records:
             f = features(r)
-            if strata.room(f):
+            if filled[strata.key(f)] < strata.quota.get(strata.key(f), 0):
+                filled[strata.key(f)] += 1
                 strata.taken.append(f)
                 kept.append(r)
             else:

@@ -435,9 +435,8 @@ class Run:
         """Programs to fuzz next: up to the limit, and for a matched split no more than the places left (at least
         a few: most strata fill before the last places do)."""
         left = self.limit(s) - s.next
-        if self.match and self.match.remaining(s.name) is not None:
-            return min(left, 0 if self.match.full(s.name) else max(4, self.match.remaining(s.name)))
-        return left
+        places = self.match.remaining(s.name) if self.match else None
+        return left if places is None else min(left, max(4, places) if places > 0 else 0)
 
     def scenario(self, s: ScenarioRun, sandbox: Executor) -> None:
         """Every remaining program of a scenario. At most one shard of records is alive: each batch of programs

@@ -92,7 +92,8 @@ def _targets(node: ast.stmt) -> list[str]:
     return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
 
 
-def _is_call(node: ast.stmt) -> bool:
+def is_call(node: ast.stmt) -> bool:
+    """A call statement: it assigns something other than RESULT, or it is a call whose value is dropped."""
     if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
         return _targets(node) != [RESULT]
     return isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)  # a call whose value is dropped
@@ -106,7 +107,7 @@ def analyse(reference: str) -> Flow:
         for node in stmts:
             if isinstance(node, ast.If):
                 paths = [p + q for p in paths for q in block(node.body, [[]]) + block(node.orelse, [[]])]
-            elif _is_call(node):
+            elif is_call(node):
                 reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
                 outputs = _targets(node) if not isinstance(node, ast.Expr) else []
                 calls.append(CallSite(len(calls), node, outputs, reads))

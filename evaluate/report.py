@@ -11,13 +11,14 @@ import argparse
 import json
 import sys
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from evaluate.arguments import Parser
 from evaluate.diagnosis import format_causes, format_metric
 from evaluate.intervals import compare, format_rate
 from evaluate.models import COUNTED_BY_CL100K
-from evaluate.scoring import CI, task_counts, with_intervals
+from evaluate.scoring import CI, reported_ks, task_counts, with_intervals
 
 EXAMPLES = """\
 Examples:
@@ -64,6 +65,11 @@ class Run:
     def label(self) -> str:
         return str(self.data.get("model") or self.path.stem)
 
+    @cached_property
+    def summary(self) -> dict:
+        """Its summary with intervals (computed from its samples for a run written before they existed)."""
+        return with_intervals(self.data)
+
 
 def load_run(path: str | Path) -> Run:
     path = Path(path)
@@ -90,10 +96,6 @@ def mismatch(runs: list[Run]) -> str | None:
             return (f"the runs differ in {name} ({each}); scores of different datasets, variants, modes or tiers are "
                     "never ranked together (pass --force to show them side by side anyway)")
     return None
-
-
-def _ks(summary: dict) -> list[int]:
-    return [int(k[5:]) for k in summary.get("overall", {}) if k.startswith("pass@") and k[5:].isdigit()]
 
 
 def _pct(value) -> str:
@@ -128,14 +130,14 @@ def scenarios_of(runs: list[Run]) -> list[str]:
 
 
 def render_markdown(runs: list[Run], forced: bool = False) -> str:
-    shared_ks = sorted(set.intersection(*(set(_ks(r.data["summary"])) for r in runs)) - {1})
+    shared_ks = sorted(set.intersection(*(set(reported_ks(r.data["summary"])) for r in runs)) - {1})
     scenarios = scenarios_of(runs)
     head = ["model", "run", "variant", "dataset", "n", "tasks", "pass@1", "success@1",
             *[f"pass@{k}" for k in shared_ks], "arg_match", "top causes", "tokens", "cost",
             *[f"{s} pass@1" for s in scenarios]]
     rows = []
     for r in runs:
-        d, summary = r.data, with_intervals(r.data)
+        d, summary = r.data, r.summary
         overall = summary["overall"]
         rows.append([
             r.label, str(d.get("run") or r.path.stem), str(d.get("variant") or "-"),
@@ -162,7 +164,7 @@ def render_markdown(runs: list[Run], forced: bool = False) -> str:
              "|" + "|".join("---:" if h in numeric else "---" for h in head) + "|"]
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
     lines += ["", "Rates in percent with their 95% interval over tasks, [low, high]: "
-              f"{with_intervals(first)['interval']['about']}."]
+              f"{runs[0].summary['interval']['about']}."]
     if len(runs) > 1 and not (forced and mismatch(runs)):
         lines += ["", *paired_table(runs)]
     return "\n".join(lines) + "\n"
@@ -226,8 +228,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             "dataset hash, pass@1, success@1, pass@k for the k every run reports, arg_match, the top causes of "
             "failure, tokens, cost, pass@1 per scenario), every rate with its 95% interval, then the paired "
             "difference in pass@1 of every two runs with its interval and p-value; with --plot, a grouped bar "
-            "figure of pass@1 per scenario. Runs on different dataset content, instruction variants, evaluation modes or difficulty "
-            "tiers are refused: their scores are not comparable."
+            "figure of pass@1 per scenario. Runs on different dataset content, instruction variants, evaluation "
+            "modes or difficulty tiers are refused: their scores are not comparable."
         ),
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,

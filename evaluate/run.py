@@ -369,8 +369,8 @@ TABLE_KS = (1, 5, 10)  # the pass@k columns printed, with the largest k; results
 
 
 def format_table(summary: dict) -> str:
-    """The printed table, every rate with its 95% interval; an infra_error column (samples without a verdict, outside every rate) and a line saying
-    what to do about them appear only when a run has some."""
+    """The printed table, every rate with its 95% interval; an infra_error column (samples without a verdict,
+    outside every rate) and a line saying what to do about them appear only when a run has some."""
     reported = [int(k[5:]) for k in summary["overall"] if k.startswith("pass@")]
     shown = sorted({k for k in reported if k in TABLE_KS} | ({max(reported)} if reported else set()))
     ks = [f"pass@{k}" for k in shown] + [f"pass^{k}" for k in shown if k > 1 and f"pass^{k}" in summary["overall"]]

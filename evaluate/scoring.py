@@ -204,8 +204,9 @@ def every_k(n: int) -> tuple[int, ...]:
 
 def summarize(results: list[SampleResult], ks: tuple[int, ...] = (1,)) -> dict:
     """pass@k, success@k and pass^k overall and per scenario (means over the tasks with at least k samples that have
-    a verdict) with their 95% intervals (`ci95`; `interval` names the method), the status distribution, and the diagnosis: partial-credit means over the samples and the count of
-    each cause of failure (`evaluate.diagnosis`); `infra_error`, the samples left out for want of a verdict."""
+    a verdict) with their 95% intervals (`ci95`; `interval` names the method), the status distribution, and the
+    diagnosis: partial-credit means over the samples and the count of each cause of failure
+    (`evaluate.diagnosis`); `infra_error`, the samples left out for want of a verdict."""
     per_task: dict[str, list[SampleResult]] = defaultdict(list)
     unscored: Counter = Counter()  # per task: samples without a verdict, left out of every estimate
     for r in results:
@@ -261,14 +262,19 @@ def task_counts(rows: list[dict]) -> dict[str, tuple[int, int]]:
     return {t: (n, p) for t, (n, p) in counts.items()}
 
 
+def reported_ks(summary: dict) -> tuple[int, ...]:
+    """The k of every pass@k a summary reports, in order ((1,) for none)."""
+    ks = [int(k[5:]) for k in summary.get("overall", {}) if k.startswith("pass@") and k[5:].isdigit()]
+    return tuple(sorted(ks)) or (1,)
+
+
 def with_intervals(report: dict) -> dict:
     """A results.json's summary with its intervals and pass^k: as written, or, for a run written before scores had
     intervals, recomputed from its samples (the rates it reported are kept as they are)."""
     summary = report["summary"]
     if "interval" in summary or not report.get("samples"):
         return summary
-    ks = tuple(sorted(int(k[5:]) for k in summary["overall"] if k.startswith("pass@") and k[5:].isdigit())) or (1,)
-    fresh = summarize([from_row(row, None) for row in report["samples"]], ks)
+    fresh = summarize([from_row(row, None) for row in report["samples"]], reported_ks(summary))
     out = {**summary, "interval": fresh["interval"]}
     out["overall"] = {**fresh["overall"], **summary["overall"], CI: fresh["overall"][CI]}
     out["scenarios"] = {s: {**fresh["scenarios"].get(s, {}), **b, CI: fresh["scenarios"].get(s, {}).get(CI, {})}

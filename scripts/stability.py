@@ -82,6 +82,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from builder.config import TIERS  # noqa: E402
+from builder.stats import is_call  # noqa: E402
 from evaluate.arguments import INTERRUPTED, Parser, at_least_one  # noqa: E402
 
 SEED_STRIDE = 1000  # split i of --seed S is built with seed S * SEED_STRIDE + i: distinct for every (S, i)
@@ -93,8 +95,6 @@ PERMUTATION_SEED = 0
 NULL_CODE = "RESULT = None\n"
 REFERENCE, NULL = "reference", "null"
 DEFAULT_RATES = "0.05,0.1,0.2,0.4"
-RESULT = "RESULT"
-TIERS = ("paper", "frontier")  # builder/config.py's TIERS (checked again by the builder)
 COMPOUND_FIELDS = ("body", "orelse", "finalbody")  # statement lists inside if / for / while / def / try / with
 
 
@@ -251,16 +251,6 @@ def stability(counts: list[tuple[int, int]]) -> Stability:
 Key = tuple[tuple, int]  # a statement's place: (path of (index, field) steps down from the module, its index)
 
 
-def _is_call(stmt: ast.stmt) -> bool:
-    """A call statement, as builder/stats.py counts calls: it assigns something other than RESULT, or it is a bare
-    call whose value is dropped."""
-    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-        names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
-        return names != [RESULT]
-    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
-
-
 def _bodies(stmt: ast.stmt) -> list[str]:
     return [f for f in COMPOUND_FIELDS if isinstance(getattr(stmt, f, None), list)]
 
@@ -274,7 +264,7 @@ def call_statements(tree: ast.Module) -> list[Key]:
             if _bodies(stmt):
                 for f in _bodies(stmt):
                     walk(getattr(stmt, f), path + ((i, f),))
-            elif _is_call(stmt):
+            elif is_call(stmt):  # as builder/stats.py counts calls
                 found.append((path, i))
     walk(tree.body, ())
     return found

@@ -44,9 +44,9 @@ from evaluate.leaderboard.submission import (
     run_sampling,
 )
 from evaluate.statuses import INFRA_ERROR
-from evaluate.scoring import CI
 from evaluate.episodes import CODE, DEFAULT_MAX_TURNS
 from evaluate.prompts import extract_code
+from evaluate.scoring import CI, reported_ks
 
 STAMP_FORMAT = 1
 
@@ -99,14 +99,6 @@ def _compare_summary(submitted, rescored, path: str = "") -> list[str]:
     elif submitted == rescored:
         return []
     return [f"{path}: submitted {submitted!r}, re-scored {rescored!r}"]
-
-
-def _ks(summary: dict) -> tuple[int, ...]:
-    ks = []
-    for key in summary.get("overall", {}):
-        if key.startswith("pass@") and key[5:].isdigit():
-            ks.append(int(key[5:]))
-    return tuple(sorted(ks)) or (1,)
 
 
 def validate(folder: str | Path, dataset: str = "stateeval", sandbox=None, timeout_s: float | None = None,
@@ -289,13 +281,13 @@ def _rescore(sub: Submission, tasks, rescore, sandbox, timeout_s, workers, repor
                          f"{r.scenario!r}")
         if diffs:
             report.tasks.setdefault(r.task_id, []).extend(diffs)
-    report.summary = _compare_summary(results["summary"], _as_submitted(summarize(rescored, _ks(results["summary"])),
-                                                                        results["summary"]))
+    submitted = results["summary"]
+    report.summary = _compare_summary(submitted, _as_submitted(summarize(rescored, reported_ks(submitted)), submitted))
 
 
 def _as_submitted(rescored: dict, submitted: dict) -> dict:
-    """The re-scored summary in the submission's format: a results.json written before success@k or the
-    diagnosis, pass^k or the intervals existed has none, and is compared on what it does report (its pass@k and statuses)."""
+    """The re-scored summary in the submission's format: a results.json written before success@k, the diagnosis,
+    pass^k or the intervals existed has none, and is compared on what it does report (its pass@k and statuses)."""
     reported = submitted.get("overall", {})
     dropped = [k for k in rescored["overall"] if k not in reported
                and (k.startswith(("success@", "pass^")) or k in ("diagnosis", INFRA_ERROR, CI))]
