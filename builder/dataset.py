@@ -145,9 +145,13 @@ def match_note(match: dict | None) -> str:
                     f"{ks['binding_count']['d']:.3f} | {ks['path_depth']['d']:.3f} | "
                     f"{ks['num_api_calls']['critical']:.3f} | {b['split']:.0%} ({b['release']:.0%}) | "
                     f"{gap['gap']:.1%} (`{gap['stratum']}`) |")
+    levers = [f"{s}: " + ", ".join(f"`{k}` {v['split']:.0%} ({v['release']:.0%})" for k, v in r["lever_shares"].items())
+              for s, r in match["scenarios"].items() if r.get("lever_shares")]
+    if levers:
+        rows.append("\nThe share of tasks carrying each frontier lever, split (release): " + "; ".join(levers) + ".")
     return (f"\n\nIts structure is **matched** to `{match['against']}`: from a pool of up to {match['pool']} times the "
             "programs asked per scenario, a task was kept only while its stratum (the release's tertiles of API "
-            "calls made and of bindings, and whether it branches) had room for the release's share. The match, "
+            "calls made and of bindings, and whether it branches, or carries the frontier lever that splits the release most evenly) had room for the release's share. The match, "
             "feature by feature (D: the two-sample Kolmogorov-Smirnov statistic against the release; below the "
             "critical value, the two samples are not told apart at 5%):\n\n" + "\n".join(rows))
 

@@ -35,6 +35,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from builder.frontier import FrontierProgram
 from builder.stats import RESULT, analyse
 from evaluate.data import DatasetError, TaskRecord, load_tasks
 
@@ -119,8 +120,12 @@ def program_key(reference: str, setup_code: str = "") -> str:
 
 
 def call_sequence_keys(reference: str, api_calls: list[str], setup_code: str = "") -> set[tuple]:
-    """One key per path: ((api, normalised call statement), ...), variables renamed along that path."""
+    """One key per path: ((api, normalised call statement), ...), variables renamed along that path. With no
+    `api_calls` (a frontier program, whose stored calls are its loops unrolled: `static_calls`), the api is None
+    and the normalised statement, which names the endpoint, is the key."""
     flow = analyse(reference)
+    if not api_calls:
+        api_calls = [None] * len(flow.calls)
     if len(api_calls) != len(flow.calls):
         raise ValueError(f"the reference has {len(flow.calls)} calls but api_calls lists {len(api_calls)}")
     names = _variables(setup_code, ast.parse(reference))
@@ -156,14 +161,21 @@ class TaskView:
     @classmethod
     def of_record(cls, t: TaskRecord) -> "TaskView":
         texts = [t.instruction, t.instruction_steps, t.instruction_vague]
-        return cls(t.task_id, t.scenario, t.reference_program, t.setup_code, list(t.api_calls),
+        return cls(t.task_id, t.scenario, t.reference_program, t.setup_code, static_calls(t),
                    [text for text in texts if text])
 
     @classmethod
     def of_draft(cls, d) -> "TaskView":
         texts = list(d.instructions.values())
+        frontier = isinstance(d.program, FrontierProgram)
         return cls(d.task_id, d.scenario, d.program.reference_code(), d.cases[0].setup_code,
-                   [c.api for c in d.program.all_calls], [t for t in texts if t])
+                   [] if frontier else [c.api for c in d.program.all_calls], [t for t in texts if t])
+
+
+def static_calls(t: TaskRecord) -> list[str]:
+    """The api of each call statement of a stored reference, in program order; [] for a frontier program, whose
+    `api_calls` are what it called on the original input, loops and pages unrolled (one statement, many calls)."""
+    return [] if t.levers or len(t.api_calls) != len(analyse(t.reference_program).calls) else list(t.api_calls)
 
 
 def normalise_text(text: str) -> str:

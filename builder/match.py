@@ -9,9 +9,11 @@ fuzzes a larger pool (at most `--match-pool` times n programs per scenario) and 
 
 Strata, per scenario, from the release's own tasks (the first `--against` release): the API calls the reference
 made on the original test case (`num_api_calls`) and its bindings (`binding_count`), each cut at the release's
-tertiles, and whether the program branches (`has_branch`). What the card reports, per scenario: the two-sample
+tertiles, and one yes/no feature: whether the program branches (`has_branch`), or, where a frontier program's
+`levers` (lookups, loops, aggregates, recovery, ...) split the release more evenly than branching does, whether it
+carries the lever whose share is nearest one half. What the card reports, per scenario: the two-sample
 Kolmogorov-Smirnov statistic D of each numeric feature (calls, bindings, path depth) against its 5% critical
-value, and the largest difference between the release's and the split's share of a stratum.
+value, the largest difference between the release's and the split's share of a stratum, and of a lever.
 """
 
 from __future__ import annotations
@@ -26,10 +28,26 @@ KS_C = 1.358  # the two-sample Kolmogorov-Smirnov critical coefficient at 5%
 FULL = "its stratum is full (matched fresh split)"
 
 
-def features(task) -> tuple[int, int, int, bool]:
-    """What a task is matched on (a TaskRecord, or a row of one)."""
-    get = (lambda k: task[k]) if isinstance(task, dict) else (lambda k: getattr(task, k))
-    return (int(get("num_api_calls")), int(get("binding_count")), int(get("path_depth")), bool(get("has_branch")))
+Features = tuple[int, int, int, bool, tuple[str, ...]]  # calls, bindings, path depth, branches, levers
+BRANCH = "branch"
+
+
+def features(task) -> Features:
+    """What a task is matched on (a TaskRecord, or a row of one; a row of a dataset older than `levers` has none)."""
+    get = (lambda k: task.get(k)) if isinstance(task, dict) else (lambda k: getattr(task, k, None))
+    return (int(get("num_api_calls")), int(get("binding_count")), int(get("path_depth")), bool(get("has_branch")),
+            tuple(sorted(get("levers") or ())))
+
+
+def has(f: Features, on: str) -> bool:
+    return f[3] if on == BRANCH else on in f[4]
+
+
+def split_on(release: list[Features]) -> str:
+    """The yes/no feature of the strata: branching, or the lever whose release share is nearest one half, whichever
+    splits the release more evenly (ties: branching, then the lever's name)."""
+    candidates = [BRANCH, *sorted({lever for f in release for lever in f[4]})]
+    return min(candidates, key=lambda on: abs(sum(has(f, on) for f in release) / len(release) - 0.5))
 
 
 def tertiles(values: list[int]) -> tuple[int, int]:
@@ -74,20 +92,23 @@ def ks_critical(n: int, m: int) -> float:
 class Strata:
     """One scenario's strata: the release's cut points, its tasks' features, and the split's quotas."""
 
-    release: list[tuple[int, int, int, bool]]
+    release: list[Features]
     n: int
     cuts: dict[str, tuple[int, int]] = field(init=False)
+    on: str = field(init=False)  # the strata's yes/no feature (split_on)
     quota: dict[str, int] = field(init=False)
-    taken: list[tuple[int, int, int, bool]] = field(default_factory=list)
+    taken: list[Features] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.cuts = {"num_api_calls": tertiles([f[0] for f in self.release]),
                      "binding_count": tertiles([f[1] for f in self.release])}
+        self.on = split_on(self.release)
         self.quota = quotas(Counter(self.key(f) for f in self.release), self.n)
 
-    def key(self, f: tuple[int, int, int, bool]) -> str:
-        return (f"calls{_bin(f[0], self.cuts['num_api_calls'])}-bindings{_bin(f[1], self.cuts['binding_count'])}"
-                f"-{'branch' if f[3] else 'straight'}")
+    def key(self, f: Features) -> str:
+        yes = has(f, self.on)
+        last = ("branch" if yes else "straight") if self.on == BRANCH else (self.on if yes else f"no-{self.on}")
+        return f"calls{_bin(f[0], self.cuts['num_api_calls'])}-bindings{_bin(f[1], self.cuts['binding_count'])}-{last}"
 
     @property
     def remaining(self) -> int:
@@ -98,6 +119,10 @@ class Strata:
         shares = {k: abs(mine[k] / max(1, len(self.taken)) - theirs[k] / len(self.release))
                   for k in set(mine) | set(theirs)}
         worst = max(sorted(shares), key=lambda k: shares[k]) if shares else None
+        levers = sorted({lever for f in self.taken + self.release for lever in f[4]})
+        lever_shares = {lever: {"split": round(sum(lever in f[4] for f in self.taken) / max(1, len(self.taken)), 4),
+                                "release": round(sum(lever in f[4] for f in self.release) / len(self.release), 4)}
+                        for lever in levers}
         return {
             "tasks": len(self.taken), "release_tasks": len(self.release), "cuts": self.cuts,
             "ks": {name: {"d": round(ks_statistic([f[i] for f in self.taken], [f[i] for f in self.release]), 4),
@@ -106,6 +131,7 @@ class Strata:
             "branch_share": {"split": round(sum(f[3] for f in self.taken) / max(1, len(self.taken)), 4),
                              "release": round(sum(f[3] for f in self.release) / len(self.release), 4)},
             "largest_stratum_gap": {"stratum": worst, "gap": round(shares[worst], 4) if worst else 0.0},
+            **({"lever_shares": lever_shares} if levers else {}),
         }
 
 
@@ -146,8 +172,9 @@ class Matcher:
         return {s: [list(f) for f in st.taken] for s, st in self.strata.items()}
 
     def restore(self, state: dict) -> None:
-        for s, taken in state.items():
-            self.strata[s].taken = [(int(a), int(b), int(c), bool(d)) for a, b, c, d in taken]
+        for s, taken in state.items():  # a checkpoint from before levers has four features a task
+            self.strata[s].taken = [(int(f[0]), int(f[1]), int(f[2]), bool(f[3]), tuple(f[4] if len(f) > 4 else ()))
+                                    for f in taken]
 
     def summary(self) -> dict:
         return {"against": self.source, "pool": self.pool,
@@ -163,5 +190,19 @@ def describe(summary: dict) -> list[str]:
         gap = r["largest_stratum_gap"]
         lines.append(f"{s}: {r['tasks']} tasks against {r['release_tasks']}; {ks}; branching "
                      f"{r['branch_share']['split']:.0%} vs {r['branch_share']['release']:.0%}; largest stratum-share "
-                     f"gap {gap['gap']:.1%} ({gap['stratum']})")
+                     f"gap {gap['gap']:.1%} ({gap['stratum']})" + lever_line(r.get("lever_shares")))
     return lines
+
+
+def lever_gap(shares: dict) -> tuple[str, float]:
+    """The lever whose share differs most between the split and the release, and by how much."""
+    lever = max(sorted(shares), key=lambda k: abs(shares[k]["split"] - shares[k]["release"]))
+    return lever, abs(shares[lever]["split"] - shares[lever]["release"])
+
+
+def lever_line(shares: dict | None) -> str:
+    if not shares:
+        return ""
+    lever, gap = lever_gap(shares)
+    return ("; levers " + ", ".join(f"{k} {v['split']:.0%} vs {v['release']:.0%}" for k, v in shares.items())
+            + f" (largest gap {gap:.1%}, {lever})")

@@ -326,6 +326,7 @@ def to_record(d: Draft, config: BuildConfig) -> TaskRecord:
         path_depth=p.path_depth(),
         binding_count=p.binding_count(),
         has_branch=p.has_branch,
+        levers=p.levers() if isinstance(p, FrontierProgram) else [],
         notes="; ".join(p.notes),
         seed=config.seed,
         created_at=config.created_at,

@@ -53,6 +53,10 @@ MUTATION = pa.struct([  # the build's mutation analysis of the reference (builde
     ("equivalents", pa.list_(pa.string())),  # each equivalent mutant: operator and changed line
 ])
 
+# Columns added since the first release, with the value an older shard's rows read as: a dataset built by an
+# earlier version still loads (its schema is SCHEMA less these columns), so old releases stay scorable.
+ADDED = {"levers": []}
+
 SCHEMA = pa.schema([
     ("task_id", pa.string()),
     ("scenario", pa.string()),
@@ -69,6 +73,7 @@ SCHEMA = pa.schema([
     ("path_depth", pa.int32()),
     ("binding_count", pa.int32()),
     ("has_branch", pa.bool_()),
+    ("levers", pa.list_(pa.string())),  # what a frontier program must get right: lookups, loops, pagination, ...
     ("notes", pa.string()),  # why a flipped test case is missing, and similar facts about the row
     ("seed", pa.int64()),
     ("created_at", pa.string()),  # YYYY-MM-DD
@@ -117,6 +122,7 @@ class TaskRecord:
     path_depth: int
     binding_count: int
     has_branch: bool
+    levers: list[str]
     notes: str
     seed: int
     created_at: str
@@ -133,7 +139,7 @@ class TaskRecord:
     @classmethod
     def from_row(cls, row: dict) -> "TaskRecord":
         """A row as `pyarrow` reads it from a shard of this version's schema (`load_tasks` checks it first)."""
-        values = {f.name: row[f.name] for f in dataclasses.fields(cls)}
+        values = {f.name: row[f.name] if f.name in row else ADDED[f.name] for f in dataclasses.fields(cls)}
         values["test_cases"] = [TestCase(**c) for c in row["test_cases"]]
         return cls(**values)
 
@@ -227,7 +233,7 @@ def load_tasks(dataset: str, revision: str | None = None,
         raise DatasetError(f"the dataset has no split(s) {unknown}; it has {list(shards)}")
     tasks = []
     for rel in (rel for split in wanted for rel in shards[split]):
-        if not pq.read_schema(folder / rel).equals(SCHEMA, check_metadata=False):
+        if not known_schema(pq.read_schema(folder / rel)):
             raise DatasetError(f"{rel} does not have this version's task schema; rebuild the dataset with it")
     for split in wanted:
         rows = [row for rel in shards[split] for row in pq.read_table(folder / rel).to_pylist()]
@@ -236,6 +242,15 @@ def load_tasks(dataset: str, revision: str | None = None,
             raise DatasetError(f"the {split} split has {len(rows)} rows but {MANIFEST} says {expected}; rebuild it")
         tasks.extend(TaskRecord.from_row(row) for row in rows)
     return tasks, manifest
+
+
+def known_schema(schema: pa.Schema) -> bool:
+    """This version's schema, or an earlier one: this one less some columns added since (`ADDED`)."""
+    if schema.equals(SCHEMA, check_metadata=False):
+        return True
+    missing = [f.name for f in SCHEMA if f.name not in schema.names]
+    older = pa.schema([f for f in SCHEMA if f.name not in missing])
+    return set(missing) <= set(ADDED) and schema.equals(older, check_metadata=False)
 
 
 def _looks_like_repo_id(name: str) -> bool:

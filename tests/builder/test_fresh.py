@@ -271,3 +271,21 @@ def test_evaluate_since_scores_only_the_window(small_dataset, fresh_build, tmp_p
                       "--out", str(tmp_path)])
     with pytest.raises(DatasetError, match=f"no task was created after {SMALL['created_at']}"):
         run(old)
+
+
+def test_a_fresh_split_of_a_frontier_release_is_matched_on_its_levers(tmp_path):
+    """Frontier records store their calls unrolled (a loop is one statement, many calls), so the overlap filter keys
+    their call sequences on the statements alone; the match reports each lever's share beside the release's."""
+    common = dict(scenarios=["session"], tier="frontier", n=6, mutants=0)
+    release = tmp_path / "release"
+    build(BuildConfig(out=str(release), seed=11, created_at="2026-02-01", **common))
+    report = build(BuildConfig(out=str(tmp_path / "fresh"), seed=12, created_at="2026-03-01", fresh=True,
+                               against=[str(release)], **common))
+    new, _ = load_tasks(str(tmp_path / "fresh"))
+    old, _ = load_tasks(str(release))
+    assert new and all(t.levers and {"loops", "pagination"} <= set(t.levers) for t in new + old)
+    assert overlap_report(new, old) == {}
+    assert overlap_report(old, old)["call sequence"] == len(old)  # each frontier task's statements are its key
+    shares = report["fresh"]["match"]["scenarios"]["session"]["lever_shares"]
+    assert shares["loops"] == {"split": 1.0, "release": 1.0}
+    assert "frontier lever" in (tmp_path / "fresh" / "README.md").read_text()

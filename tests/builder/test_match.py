@@ -22,11 +22,34 @@ def test_ks_statistic_by_hand():
 
 def test_tertiles_and_strata():
     assert tertiles([5, 1, 3, 2, 4, 6]) == (2, 4)
-    release = [(5, 1, 2, False), (5, 2, 2, False), (6, 3, 3, True), (8, 4, 4, False), (9, 5, 4, True),
-               (10, 6, 5, False)]
+    release = [(5, 1, 2, False, ()), (5, 2, 2, False, ()), (6, 3, 3, True, ()), (8, 4, 4, False, ()),
+               (9, 5, 4, True, ()), (10, 6, 5, False, ())]
     strata = Strata(release, 6)
-    assert sum(strata.quota.values()) == 6
+    assert sum(strata.quota.values()) == 6 and strata.on == "branch"
     assert {strata.key(f) for f in release} == set(strata.quota)
+    assert strata.key(release[2]) == "calls1-bindings1-branch"
+
+
+def test_frontier_strata_split_on_the_lever_nearest_one_half():
+    """Frontier programs do not branch; their levers do vary: the strata take the one that splits the release
+    most evenly, and the report gives each lever's share in the split and the release."""
+    common = ("lookups", "loops", "pagination")
+    release = [(10, 5, 3, False, common + ("recovery",) * (i % 2) + ("versions",) * (i % 10 != 0))
+               for i in range(10)]
+    strata = Strata(release, 4)
+    assert strata.on == "recovery"  # 50%: versions (90%) and the levers every task has split nothing
+    assert set(strata.quota) == {"calls0-bindings0-recovery", "calls0-bindings0-no-recovery"}
+    m = Matcher({"session": [dict(num_api_calls=f[0], binding_count=f[1], path_depth=f[2], has_branch=f[3],
+                                  levers=list(f[4])) for f in release]}, n=4, pool=3, source="rel")
+    plain = dict(num_api_calls=10, binding_count=5, path_depth=3, has_branch=False, levers=list(common))
+    kept = m.take("session", [plain] * 4 + [dict(plain, levers=[*common, "recovery"])] * 2, Counter())
+    assert len(kept) == 4 and sum("recovery" in r["levers"] for r in kept) == 2
+    shares = m.summary()["scenarios"]["session"]["lever_shares"]
+    assert shares["recovery"] == {"split": 0.5, "release": 0.5} and shares["versions"] == {"split": 0.0,
+                                                                                           "release": 0.9}
+    again = Matcher({"session": [dict(plain)] * 2}, n=4, pool=3, source="rel")
+    again.restore({"session": [[10, 5, 3, False]]})  # a checkpoint written before levers
+    assert again.strata["session"].taken == [(10, 5, 3, False, ())]
 
 
 def test_a_full_stratum_turns_tasks_away_and_counts_them():

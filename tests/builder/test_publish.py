@@ -402,6 +402,19 @@ def drop_a_column(folder: Path) -> None:
     rewrite_shard(folder, lambda table: table.drop_columns(["notes"]))
 
 
+def test_a_dataset_from_before_levers_still_loads(small_dataset, tmp_path):
+    """A release built before the `levers` column reads as it was written, each row with no levers; a shard that
+    lacks a column which was always there is still refused (above)."""
+    from evaluate.data import load_tasks
+
+    folder = copy_dataset(small_dataset, tmp_path)
+    now, _ = load_tasks(str(folder))
+    rewrite_shard(folder, lambda table: table.drop_columns(["levers"]))
+    before, _ = load_tasks(str(folder))
+    assert [t.task_id for t in before] == [t.task_id for t in now] and all(t.levers == [] for t in before)
+    assert [t.reference_program for t in before] == [t.reference_program for t in now]
+
+
 @pytest.mark.parametrize("breaks, says", [
     (edit_shard_bytes, "does not match its hash"),
     (add_stray_shard, "not listed in MANIFEST.json"),

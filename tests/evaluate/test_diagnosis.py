@@ -83,7 +83,7 @@ def task(sandbox):
         task_id="tensor-hand", scenario="tensor", instruction="", instruction_steps="", instruction_vague="",
         facts=[], setup_code=cases[0].setup_code, api_doc="", reference_program=REFERENCE, test_cases=cases,
         api_calls=["transpose", "linear", "cat", "permute"], num_api_calls=4, path_depth=3, binding_count=3,
-        has_branch=True, notes="", seed=0, created_at="2026-01-01", builder_version="", translator="hand",
+        has_branch=True, levers=[], notes="", seed=0, created_at="2026-01-01", builder_version="", translator="hand",
         translation={})
 
 
