@@ -1,7 +1,8 @@
 """Interchangeability, measured: do fresh splits of one tier give a model the same score, up to sampling noise?
 
-  python scripts/stability.py --splits 3 --n 30 [--scenarios tensor,session,voice] [--tier paper] [--seed 0]
-                              [--rates 0.05,0.1,0.2,0.4] [--answers FILE ...] [--out stability] [--workers W]
+  python scripts/stability.py --splits 5 --n 100 [--matched | --against RELEASE] [--scenarios tensor,session,voice]
+                              [--tier paper] [--seed 0] [--rates 0.05,0.1,0.2,0.4] [--answers FILE ...]
+                              [--out stability] [--workers W]
 
 A fresh split is a new draw from the generator (a new seed; README, "Releases and fresh splits"). For splits to be
 interchangeable, a model's pass@1 on one split may differ from its pass@1 on another only as much as drawing T
@@ -10,6 +11,13 @@ sqrt(p(1-p)/T). This script builds K splits with distinct seeds (split i: `pytho
 same scenarios, --n and --tier), scores a panel of instrument models on each with the real harness (a samples file
 per model and split, scored by `evaluate.run.run`, i.e. `python -m evaluate --samples`: every program runs in the
 sandbox), and compares the spread between splits with the noise within one.
+
+Fresh splits as users draw them (`--matched` or `--against RELEASE`): each split is built with `python -m builder
+--fresh --against RELEASE`, so it repeats no task of the release and is matched to the release's structure stratum
+by stratum (builder/match.py, at the builder's default --match-pool); the table gives each split's largest
+stratum-share gap and its worst KS statistic from its build report. `--matched` first builds the release itself
+under --out (`release/`, seed S*1000+999, the splits' other settings); `--against` names one already built, whose
+scenarios, --n and --tier the splits take. Without either, the splits are independent builds, unmatched.
 
 The panel:
 
@@ -87,7 +95,8 @@ from builder.stats import is_call  # noqa: E402
 from evaluate.arguments import INTERRUPTED, Parser, at_least_one  # noqa: E402
 
 SEED_STRIDE = 1000  # split i of --seed S is built with seed S * SEED_STRIDE + i: distinct for every (S, i)
-MAX_SPLITS = SEED_STRIDE
+MAX_SPLITS = SEED_STRIDE - 1  # the last seed of the stride is --matched's release
+RELEASE = "release"
 ALPHA = 0.05  # the exchangeability test's level
 MIN_EXPECTED = 5  # Cochran's rule: below this expected count the chi-square tail is replaced by a permutation test
 DRAWS = 20_000  # permutation draws
@@ -366,14 +375,16 @@ def programs_of(manifest: dict, wanted: set[str]) -> dict:
     """task id -> the builder's `Program` for the split's tasks, fuzzed again exactly as its build fuzzed them (no
     sandbox: the fuzzer only)."""
     from builder.config import BuildConfig
-    from builder.pipeline import fuzz
+    from builder.pipeline import Fuzzer
 
     known = {f.name for f in fields(BuildConfig)}
     config = BuildConfig(**{k: v for k, v in manifest["config"].items() if k in known})
+    # A matched fresh split keeps tasks from a pool of up to match_pool x n programs (builder/match.py).
+    limit = config.n * config.match_pool if config.against and config.match_pool else config.n
     programs = {}
     with contextlib.redirect_stderr(io.StringIO()):  # the fuzzer's progress lines
         for scenario in config.scenarios:
-            for draft in fuzz(config, scenario, Counter())[0]:
+            for draft in Fuzzer(scenario).programs(config, 0, limit, Counter()):
                 if draft.task_id in wanted:
                     programs[draft.task_id] = draft.program
     return programs
@@ -393,6 +404,7 @@ class Split:
     seed: int
     tasks: list = field(default_factory=list)
     manifest: dict = field(default_factory=dict)
+    match: dict | None = None  # a matched fresh split's match to its release (match_of)
     _mutants: dict = field(default_factory=dict)
 
     def mutants(self) -> dict[str, TaskMutants]:
@@ -414,15 +426,23 @@ def split_seeds(seed: int, splits: int) -> list[int]:
     return [seed * SEED_STRIDE + i for i in range(splits)]
 
 
+def release_seed(seed: int) -> int:
+    """--matched's release: the last seed of the stride, which no split uses."""
+    return seed * SEED_STRIDE + SEED_STRIDE - 1
+
+
 IGNORED = ("out", "workers", "concurrency", "executor", "ray_address")  # settings that change no byte of a build
 
 
-def wanted_config(a: argparse.Namespace, seed: int) -> dict:
+def wanted_config(a: argparse.Namespace, seed: int, fresh: bool = True) -> dict:
     """The MANIFEST.json config a build of split `seed` with these settings records (less what changes no byte,
-    and the date unless --created-at fixes it). Raises ValueError for settings the builder refuses."""
+    and the date unless --created-at fixes it); `fresh=False` for --matched's release. Raises ValueError for
+    settings the builder refuses."""
     from builder.config import BuildConfig
 
     config = BuildConfig(scenarios=a.scenario_list, n=a.n, seed=seed, tier=a.tier, created_at=a.created_at or "")
+    if fresh and a.base is not None:  # what builder/fresh.py records of the release it keeps the split fresh against
+        config.fresh, config.against, config.avoid_seeds = True, [str(a.base)], a.base_seeds
     return {k: v for k, v in config.to_dict().items() if k not in IGNORED and (a.created_at or k != "created_at")}
 
 
@@ -438,9 +458,9 @@ def manifest_mismatch(folder: Path, want: dict) -> str | None:
     return None
 
 
-def build_split(split: Split, a: argparse.Namespace) -> str:
-    """Build (or reuse) one split; returns the progress line."""
-    why = manifest_mismatch(split.folder, wanted_config(a, split.seed))
+def build_split(split: Split, a: argparse.Namespace, fresh: bool = True) -> str:
+    """Build (or reuse) one split (`fresh=False`: --matched's release); returns the progress line."""
+    why = manifest_mismatch(split.folder, wanted_config(a, split.seed, fresh))
     start = time.monotonic()
     if why is None:
         verb = "reusing"
@@ -448,6 +468,7 @@ def build_split(split: Split, a: argparse.Namespace) -> str:
         verb = f"rebuilt ({why})" if (split.folder / "MANIFEST.json").exists() else "built"
         cmd = [sys.executable, "-m", "builder", "--scenarios", ",".join(a.scenario_list), "--n", str(a.n),
                "--seed", str(split.seed), "--tier", a.tier, "--out", str(split.folder)]
+        cmd += ["--fresh", "--against", str(a.base)] if fresh and a.base is not None else []
         cmd += ["--workers", str(a.workers)] if a.workers else []
         cmd += ["--created-at", a.created_at] if a.created_at else []
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
@@ -464,8 +485,30 @@ def build_split(split: Split, a: argparse.Namespace) -> str:
     except DatasetError as exc:
         raise RunError(f"{split.name}: {exc}") from exc
     counts = Counter(t.scenario for t in split.tasks)
+    split.match = match_of(split.folder)
     return (f"{split.name}: {verb} {split.folder} (seed {split.seed}: {len(split.tasks)} tasks, "
-            + ", ".join(f"{s} {counts[s]}" for s in a.scenario_list) + f") in {time.monotonic() - start:.0f} s")
+            + ", ".join(f"{s} {counts[s]}" for s in a.scenario_list) + f") in {time.monotonic() - start:.0f} s"
+            + (f"; {match_line(split.match)}" if split.match else ""))
+
+
+def match_of(folder: Path) -> dict | None:
+    """A matched fresh split's match to its release, from its build report (builder/match.py): per scenario, the
+    largest stratum-share gap and the largest KS statistic over the numeric features, with that feature's 5%
+    critical value. None for a split that was not matched."""
+    try:
+        match = json.loads((folder / "build_report.json").read_text())["fresh"]["match"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    out = {}
+    for scenario, r in match["scenarios"].items():
+        feature = max(sorted(r["ks"]), key=lambda k: r["ks"][k]["d"])
+        out[scenario] = {"gap": r["largest_stratum_gap"]["gap"], "ks_feature": feature, **r["ks"][feature]}
+    return out
+
+
+def match_line(match: dict) -> str:
+    return "matched: " + ", ".join(f"{s} gap {m['gap']:.1%}, max KS D {m['d']:.3f} ({m['ks_feature']}; 5% "
+                                   f"critical {m['critical']:.3f})" for s, m in match.items())
 
 
 # ---------------------------------------------------------------------------------------------------- models
@@ -688,6 +731,9 @@ def report(models: list[Model], splits: list[Split], scores: dict, a: argparse.N
              f"{len(graded)}" + (f"; not: {', '.join(unstable)}" if unstable else "") + ")"
              + ("" if instruments_ok else "; and the reference or null scored what it must not: see above"))
     text = "\n".join([
+        *(["", f"each split's match to {a.base} (builder/match.py; KS: the numeric feature farthest from the "
+                "release's)", *(f"{sp.name}: {match_line(sp.match)}" for sp in splits if sp.match)]
+          if any(sp.match for sp in splits) else []),
         "", "pass@1 on each split [95% interval over its tasks, points]", table(per_split), "",
         f"across {len(splits)} splits (SD: standard deviation of pass@1 across splits; exp. SE: the standard error "
         "one split's task sample gives, sqrt(p(1-p)/T); test p: chi-square homogeneity of (passed, failed), "
@@ -695,10 +741,11 @@ def report(models: list[Model], splits: list[Split], scores: dict, a: argparse.N
         table(summary), "", *(e["verdict"] for e in entries), "", calibrated, final])
     data = {
         "settings": {"splits": len(splits), "n": a.n, "scenarios": a.scenario_list, "tier": a.tier, "seed": a.seed,
-                     "rates": a.rate_list, "answers": a.answers, "created_at": a.created_at, "alpha": ALPHA},
+                     "rates": a.rate_list, "answers": a.answers, "created_at": a.created_at, "alpha": ALPHA,
+                     "against": None if a.base is None else str(a.base)},
         "splits": [{"name": s.name, "folder": str(s.folder), "seed": s.seed, "tasks": len(s.tasks),
                     "by_scenario": dict(Counter(t.scenario for t in s.tasks)),
-                    "content_hash": s.manifest.get("content_hash")} for s in splits],
+                    "content_hash": s.manifest.get("content_hash"), "match": s.match} for s in splits],
         "models": entries,
         "sd_rule_false_alarm": sd_rule_false_alarm(len(splits)),
         "instruments_ok": instruments_ok,
@@ -727,6 +774,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--answers", nargs="+", default=[], metavar="FILE",
                    help="JSON-lines answer files ({task_id, code}, one line per task) to score too; '{split}' in a "
                         "path is replaced by each split's name (split-0, ...)")
+    m = p.add_mutually_exclusive_group()
+    m.add_argument("--matched", action="store_true",
+                   help="build a release under --out first (seed SEED*1000+999) and draw every split from it as "
+                        "users draw fresh splits: --fresh --against it, matched stratum by stratum")
+    m.add_argument("--against", metavar="RELEASE",
+                   help="a release folder already built (same --scenarios, --n and --tier) to draw the splits "
+                        "fresh and matched against, as --matched does with its own")
     p.add_argument("--out", default="stability", help="where the splits, samples, scores and stability.json go")
     p.add_argument("--workers", type=at_least_one, help="sandbox workers for the builds and the scoring")
     p.add_argument("--created-at", help="date stamped on the splits' tasks, YYYY-MM-DD (default: the builder's)")
@@ -777,6 +831,22 @@ def check(a: argparse.Namespace) -> list[Model]:
             dt.date.fromisoformat(a.created_at)
         except ValueError:
             raise InputError(f"--created-at must be a date, YYYY-MM-DD, got {a.created_at!r}") from None
+    a.base, a.base_seeds = None, []
+    if a.matched:
+        a.base, a.base_seeds = a.out / RELEASE, [release_seed(a.seed)]
+    elif a.against:
+        a.base = Path(a.against).expanduser().resolve()
+        try:
+            config = json.loads((a.base / "MANIFEST.json").read_text())["config"]
+        except (OSError, ValueError, KeyError, TypeError):
+            raise InputError(f"--against {a.against}: not a dataset folder (no readable MANIFEST.json); build one "
+                             "with python -m builder, or use --matched to have one built") from None
+        a.base_seeds = sorted({int(config["seed"]), *(int(x) for x in config.get("avoid_seeds", []))})
+        clash = sorted(set(a.base_seeds) & set(split_seeds(a.seed, a.splits)))
+        if clash:
+            raise InputError(f"--against {a.against} used seed {clash[0]}, which split "
+                             f"{split_seeds(a.seed, a.splits).index(clash[0])} of --seed {a.seed} would use; give "
+                             "another --seed")
     try:
         wanted_config(a, a.seed)  # what the builder would refuse (a tier a scenario lacks, ...)
     except ValueError as exc:
@@ -795,6 +865,8 @@ def main(argv: list[str] | None = None) -> int:
     scores: dict[str, dict[str, dict]] = {m.name: {} for m in models}
     a.out.mkdir(parents=True, exist_ok=True)
     try:
+        if a.matched:
+            print(build_split(Split(RELEASE, a.base, release_seed(a.seed)), a, fresh=False), flush=True)
         for split in splits:
             print(build_split(split, a), flush=True)
         for split in splits:

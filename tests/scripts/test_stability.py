@@ -118,7 +118,7 @@ def test_bad_input_is_one_line(capsys, tmp_path):
 def test_a_split_folder_is_reused_only_when_its_manifest_matches(tmp_path):
     from argparse import Namespace
 
-    a = Namespace(scenario_list=["tensor"], n=4, tier="paper", created_at=None)
+    a = Namespace(scenario_list=["tensor"], n=4, tier="paper", created_at=None, base=None, base_seeds=[])
     want = st.wanted_config(a, 7)
     folder = tmp_path / "split-0"
     assert st.manifest_mismatch(folder, want) == "no readable MANIFEST.json"
@@ -131,6 +131,27 @@ def test_a_split_folder_is_reused_only_when_its_manifest_matches(tmp_path):
     (folder / "MANIFEST.json").write_text(json.dumps({"seed": 7, "config": {**config, "calls_per_path": 7}}))
     assert "calls_per_path" in st.manifest_mismatch(folder, want)
     assert st.split_seeds(3, 4) == [3000, 3001, 3002, 3003]
+    assert st.release_seed(3) == 3999 and st.release_seed(3) not in st.split_seeds(3, st.MAX_SPLITS)
+    # A split drawn fresh against a release records it: a folder built unmatched is not that split.
+    a.base, a.base_seeds = tmp_path / "release", [3999]
+    fresh = st.wanted_config(a, 7)
+    assert (fresh["fresh"], fresh["against"], fresh["avoid_seeds"]) == (True, [str(tmp_path / "release")], [3999])
+    (folder / "MANIFEST.json").write_text(json.dumps({"seed": 7, "config": config}))
+    assert st.manifest_mismatch(folder, fresh) == "its against is [], not [" + repr(str(tmp_path / "release")) + "]"
+    assert st.wanted_config(a, 3999, fresh=False) == {**want, "seed": 3999}  # --matched's release itself
+
+
+def test_against_must_be_a_release_whose_seeds_no_split_uses(capsys, tmp_path):
+    release = tmp_path / "release"
+    argv = ["--splits", "3", "--n", "3", "--out", str(tmp_path / "out")]
+    assert st.main(argv + ["--against", str(release)]) == 2
+    assert "not a dataset folder" in capsys.readouterr().err
+    release.mkdir()
+    (release / "MANIFEST.json").write_text(json.dumps({"seed": 5, "config": {"seed": 5, "avoid_seeds": [2]}}))
+    assert st.main(argv + ["--against", str(release)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "used seed 2, which split 2 of --seed 0 would use" in err[0]
+    assert not (tmp_path / "out").exists()
 
 
 # ------------------------------------------------------------------------------------------------- mutation
@@ -239,6 +260,33 @@ def test_a_rerun_reuses_the_splits_and_scores(tiny_run, capsys):
     assert again.count("(reused)") == 6
     after = {m["name"]: m for m in json.loads((out / "stability.json").read_text())["models"]}
     assert all(after[m["name"]]["splits"] == m["splits"] for m in before["models"])
+
+
+def test_matched_splits_are_fresh_against_a_release_built_first(tmp_path):
+    """--matched: the release is built first (seed 999), each split is a fresh split of it (no task repeated,
+    matched stratum by stratum), and the synthetic models find their programs in the split's larger pool."""
+    out = tmp_path / "run"
+    buffer = io.StringIO()
+    with redirect_stdout(buffer):
+        code = st.main(["--scenarios", "tensor", "--n", "3", "--splits", "2", "--rates", "0.5", "--workers", "1",
+                        "--created-at", "2026-01-01", "--matched", "--out", str(out)])
+    lines = buffer.getvalue().splitlines()
+    assert code in (0, 1)
+    assert lines[0].startswith(f"release: built {out / 'release'} (seed 999") and "; matched:" not in lines[0]
+    assert lines[1].startswith("split-0: built") and "; matched: tensor gap " in lines[1]
+    from evaluate.data import load_tasks
+
+    release = {t.reference_program for t in load_tasks(str(out / "release"))[0]}
+    data = json.loads((out / "stability.json").read_text())
+    assert data["settings"]["against"] == str(out / "release")
+    for s in data["splits"]:
+        config = json.loads((Path(s["folder"]) / "MANIFEST.json").read_text())["config"]
+        assert config["fresh"] and config["against"] == [str(out / "release")] and config["avoid_seeds"] == [999]
+        assert not release & {t.reference_program for t in load_tasks(s["folder"])[0]}
+        assert set(s["match"]) == {"tensor"} and 0 <= s["match"]["tensor"]["gap"] <= 1
+    models = {m["name"]: m for m in data["models"]}
+    assert [x["pass@1"] for x in models["reference"]["splits"]] == [1.0, 1.0]
+    assert all(x["mutated"] > 0 for x in models["rate-0.5"]["splits"])
 
 
 def test_answers_files_per_split(tiny_run, capsys, tmp_path):
