@@ -28,7 +28,7 @@ from evaluate.diagnosis import format_causes, format_metric
 from evaluate.executor import LOCAL, check_reachable, make_executor
 from evaluate.sandbox import Executor, Job, Limits, require_verdicts
 from evaluate.intervals import format_rate
-from evaluate.scoring import CI, answer_hash, every_k, from_row, has_verdict, run_containment, score, summarize
+from evaluate.scoring import CI, answer_hash, every_k, from_row, has_verdict, run_containment, levers_of, score, summarize
 from evaluate.statuses import INFRA_ERROR, STATUSES
 from evaluate.usage import Price, sample_tokens, summarize_usage
 
@@ -215,7 +215,7 @@ def _run(config: EvalConfig, tasks: list[TaskRecord], manifest: dict) -> dict:
                   "could not", file=sys.stderr)
         results = score(tasks, codes, sandbox, lost, known)
         report["sandbox"]["retried"] = sandbox.retried  # jobs run again after their worker was lost
-    summary = summarize(results, every_k(n))
+    summary = summarize(results, every_k(n), levers_of(tasks))
     containment = run_containment(results)
     for r in results:
         r.tokens = sample_tokens(usage.get((r.task_id, r.sample)))
@@ -379,7 +379,8 @@ def format_table(summary: dict) -> str:
     apart = [INFRA_ERROR] if unscored else []
     head = ["scenario", "tasks", *ks, "arg_match", *STATUSES, *apart, "top causes"]
     rows = [head]
-    for name, block in [*summary["scenarios"].items(), ("overall", summary["overall"])]:
+    by_lever = [(f"lever: {k}", b) for k, b in summary.get("levers", {}).items()]
+    for name, block in [*summary["scenarios"].items(), ("overall", summary["overall"]), *by_lever]:
         diagnosis = block.get("diagnosis")
         cells = [name, str(block["tasks"])]
         cells += [format_rate(block[k], block.get(CI, {}).get(k)) for k in ks]

@@ -202,11 +202,15 @@ def every_k(n: int) -> tuple[int, ...]:
     return tuple(range(1, max(1, n) + 1))
 
 
-def summarize(results: list[SampleResult], ks: tuple[int, ...] = (1,)) -> dict:
+def summarize(results: list[SampleResult], ks: tuple[int, ...] = (1,), levers: dict[str, list[str]] | None = None) -> dict:
     """pass@k, success@k and pass^k overall and per scenario (means over the tasks with at least k samples that have
     a verdict) with their 95% intervals (`ci95`; `interval` names the method), the status distribution, and the
     diagnosis: partial-credit means over the samples and the count of each cause of failure
-    (`evaluate.diagnosis`); `infra_error`, the samples left out for want of a verdict."""
+    (`evaluate.diagnosis`); `infra_error`, the samples left out for want of a verdict.
+
+    `levers`: task id -> the row's `levers` (a frontier task's: pagination, versions, ...). When some task has one,
+    `levers` in the summary holds the same block over the tasks carrying each lever (a task counts under each of its
+    levers), so a score says which skill a model lacks."""
     per_task: dict[str, list[SampleResult]] = defaultdict(list)
     unscored: Counter = Counter()  # per task: samples without a verdict, left out of every estimate
     for r in results:
@@ -244,11 +248,21 @@ def summarize(results: list[SampleResult], ks: tuple[int, ...] = (1,)) -> dict:
         out[CI] = ci  # the 95% interval of every rate above, [low, high] (evaluate.intervals)
         return out
 
+    by_lever: dict[str, list[str]] = defaultdict(list)
+    for task_id in per_task:
+        for lever in (levers or {}).get(task_id, ()):
+            by_lever[lever].append(task_id)
     return {
         "overall": block(list(per_task)),
         "scenarios": {s: block(ids) for s, ids in sorted(by_scenario.items())},
+        **({"levers": {lever: block(ids) for lever, ids in sorted(by_lever.items())}} if by_lever else {}),
         "interval": {"level": intervals.LEVEL, "method": how, "about": intervals.METHODS[how]},
     }
+
+
+def levers_of(tasks) -> dict[str, list[str]]:
+    """task id -> its levers, for `summarize`."""
+    return {t.task_id: list(t.levers) for t in tasks}
 
 
 def task_counts(rows: list[dict]) -> dict[str, tuple[int, int]]:

@@ -246,7 +246,7 @@ def _replay(sub: Submission, tasks, generations: list[dict], sandbox, report: Re
 def _rescore(sub: Submission, tasks, rescore, sandbox, timeout_s, workers, report: Report) -> None:
     """Re-score with `rescore(sandbox)` (None: it found a problem) and compare every sample and the summary."""
     from evaluate.sandbox import Limits, Sandbox
-    from evaluate.scoring import summarize
+    from evaluate.scoring import levers_of, summarize
 
     results = sub.results
     if sandbox is None:
@@ -282,7 +282,8 @@ def _rescore(sub: Submission, tasks, rescore, sandbox, timeout_s, workers, repor
         if diffs:
             report.tasks.setdefault(r.task_id, []).extend(diffs)
     submitted = results["summary"]
-    report.summary = _compare_summary(submitted, _as_submitted(summarize(rescored, reported_ks(submitted)), submitted))
+    again = summarize(rescored, reported_ks(submitted), levers_of(tasks))
+    report.summary = _compare_summary(submitted, _as_submitted(again, submitted))
 
 
 def _as_submitted(rescored: dict, submitted: dict) -> dict:
@@ -296,6 +297,8 @@ def _as_submitted(rescored: dict, submitted: dict) -> dict:
             block.pop(key, None)
     if "interval" not in submitted:  # written before scores had intervals
         rescored.pop("interval", None)
+    if "levers" not in submitted:  # written before rows had levers
+        rescored.pop("levers", None)
     return rescored
 
 

@@ -57,6 +57,25 @@ def _samples(task_id: str, scenario: str, statuses: list[str]) -> list[SampleRes
     return [SampleResult(task_id, scenario, i, s) for i, s in enumerate(statuses)]
 
 
+def test_summarize_per_lever_counts_a_task_under_each_of_its_levers():
+    results = (_samples("session-0000", "session", ["pass"]) + _samples("session-0001", "session", ["result_error"])
+               + _samples("session-0002", "session", ["pass"]) + _samples("tensor-0000", "tensor", ["pass"]))
+    levers = {"session-0000": ["loops", "pagination"], "session-0001": ["loops", "versions"],
+              "session-0002": ["loops"], "tensor-0000": []}
+    summary = summarize(results, levers=levers)
+    by = summary["levers"]
+    assert list(by) == ["loops", "pagination", "versions"]
+    assert (by["loops"]["tasks"], by["loops"]["pass@1"]) == (3, pytest.approx(2 / 3))
+    assert (by["pagination"]["pass@1"], by["versions"]["pass@1"]) == (1.0, 0.0)
+    assert by["versions"]["ci95"]["pass@1"][0] == 0.0 < by["versions"]["ci95"]["pass@1"][1]
+    assert by["loops"]["statuses"]["result_error"] == 1
+    assert "levers" not in summarize(results) and "levers" not in summarize(results, levers={"tensor-0000": []})
+    from evaluate.run import format_table
+
+    rows = format_table(summary).splitlines()
+    assert [r.split()[1] for r in rows if r.startswith("lever: ")] == ["loops", "pagination", "versions"]
+
+
 def test_summarize_per_scenario_and_overall():
     results = (
         _samples("tensor-0000", "tensor", ["pass", "result_error"])
