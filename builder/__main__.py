@@ -25,6 +25,47 @@ from evaluate.intervals import tasks_for
 from scenarios import scenario_names
 
 
+MIN_KEPT = 0.5  # a scenario that keeps fewer than this share of the --n programs asked fails the build (exit 1)
+
+# What to change, by the kind of rejection that dropped most of a scenario's programs (first match wins).
+ADVICE = (
+    ("leaves out a fact", "the translator's texts drop values or names the oracle checks: use --translator template "
+                          "or a model that keeps every value of the steps"),
+    ("translation", "the evaluator agent did not accept the translator's texts: raise --max-rounds or use another "
+                    "--translator"),
+    ("overlaps a previous release", "the previous releases already hold most of what this seed draws: raise "
+                                    "--ngram-share, or --n"),
+    ("its stratum is full", "the pool held too few programs of the release's mix: raise --match-pool, or give "
+                            "--match-pool 0 for an unmatched split"),
+    ("weak_oracle", "the test inputs cannot tell these programs from their mutants: raise --redraws or --probes"),
+    ("fuzzer", "the fuzzer runs out of programs for these settings: lower --calls or --branches, or change --seed"),
+    ("API calls", "the fuzzer runs out of programs for these settings: lower --calls or --branches, or change --seed"),
+    ("duplicate", "the fuzzer runs out of programs for these settings: lower --calls or --branches, or change --seed"),
+)
+
+
+def shortfalls(report: dict, config: BuildConfig) -> list[str]:
+    """One line per scenario that kept fewer than MIN_KEPT of the programs asked: how many, the kind of rejection
+    that dropped most of them, and what to change."""
+    lines = []
+    for s in config.scenarios:
+        kept = report["kept"][s]
+        if kept >= MIN_KEPT * config.n:
+            continue
+        kinds: dict[str, int] = {}
+        for reason, count in report["rejections"].items():
+            if reason.startswith(f"{s}: "):
+                kind = reason[len(s) + 2:].split(" (")[0]
+                kinds[kind] = kinds.get(kind, 0) + count
+        line = f"error: {s} kept {kept} of the {config.n} tasks asked (fewer than {MIN_KEPT:.0%})"
+        if kinds:
+            kind = max(sorted(kinds), key=kinds.get)
+            fix = next((advice for key, advice in ADVICE if key in kind), "see the rejections in build_report.json")
+            line += f"; most were dropped as '{kind}' ({kinds[kind]} of {sum(kinds.values())}): {fix}"
+        lines.append(line)
+    return lines
+
+
 def half_width(text: str) -> float:
     """--precision: a half-width between 0 and 0.5 (0.05 is five points)."""
     try:
@@ -49,7 +90,9 @@ def parse(argv: list[str] | None = None) -> tuple[BuildConfig, bool]:
         description=(
             "Fuzz programs of stateful API calls from each scenario's state machine, translate them into tasks, "
             "capture oracles by running the references in a sandbox, and write a dataset folder that "
-            "datasets.load_dataset() reads. The same seed and --created-at give byte-identical shards."
+            "datasets.load_dataset() reads. The same seed and --created-at give byte-identical shards. "
+            f"Exit codes: 0 done; 1 written, but a scenario kept fewer than {MIN_KEPT:.0%} of the --n asked (one line "
+            "says why and what to change); 2 bad input or a failed step; 130 interrupted."
         ),
         epilog=__doc__.split("\n", 2)[2],
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -194,7 +237,10 @@ def main(argv: list[str] | None = None) -> int:
         from builder.fresh import describe
 
         print(describe(report["fresh"], config.created_at))
-    return 0
+    short = shortfalls(report, config)
+    for line in short:
+        print(line, file=sys.stderr)
+    return 1 if short else 0
 
 
 if __name__ == "__main__":

@@ -97,3 +97,39 @@ def test_the_build_drops_a_translation_that_leaves_out_a_fact_and_counts_it(monk
     kept = translate(config, drafts, rejections)
     assert {d.task_id for d in kept} == {d.task_id for d in drafts} - with_split
     assert rejections == Counter({"tensor: natural translation leaves out a fact the oracle checks": len(with_split)})
+
+
+def test_a_build_that_keeps_nothing_exits_non_zero_and_says_why(monkeypatch, tmp_path, capsys):
+    """A translator whose every natural text loses the facts: the fact check drops every task; the build still
+    writes its (empty) folder but exits 1 with one line naming the reason and the fix."""
+    from builder.__main__ import main
+
+    class Vague(TemplateTranslator):
+        def translate_all(self, items):
+            out = super().translate_all(items)
+            return {(key, v): Translation("Do the task.", 1, "OK") if v == "natural" else t
+                    for (key, v), t in out.items()}
+
+    monkeypatch.setattr("builder.pipeline.get_translator", lambda config: Vague())
+    out = tmp_path / "empty"
+    code = main(["--scenarios", "tensor", "--n", "4", "--seed", "5", "--mutants", "0", "--created-at", "2026-01-01",
+                 "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 1 and "tensor: kept 0 of" in captured.out and (out / "MANIFEST.json").exists()
+    (line,) = [x for x in captured.err.splitlines() if x.startswith("error:")]
+    assert line.startswith("error: tensor kept 0 of the 4 tasks asked (fewer than 50%); most were dropped as "
+                           "'natural translation leaves out a fact the oracle checks' (4 of 4)")
+    assert "--translator template" in line
+
+
+def test_the_shortfall_threshold_is_half_of_what_was_asked():
+    from builder.__main__ import shortfalls
+
+    config = BuildConfig(scenarios=["tensor", "voice"], n=4)
+    report = {"kept": {"tensor": 2, "voice": 1},
+              "rejections": {"voice: weak_oracle (a split whose sides no input tells apart: x)": 2,
+                             "voice: weak_oracle (a construct no input exercises: y)": 1,
+                             "voice: overlaps a previous release (program)": 2, "tensor: duplicate program": 9}}
+    (line,) = shortfalls(report, config)  # tensor kept half: not short
+    assert line.startswith("error: voice kept 1 of the 4 tasks asked (fewer than 50%); most were dropped as "
+                           "'weak_oracle' (3 of 5): ") and "--redraws" in line
