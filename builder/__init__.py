@@ -1,3 +1,3 @@
 """StateEval builder: fuzz stateful API-call programs, translate them, capture oracles, write the dataset."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from evaluate.arguments import Parser, at_least_one, positive_seconds
+from builder import versions
 from evaluate.data import DATA_DIR, MANIFEST, DatasetError, TaskRecord, load_tasks
 from evaluate.retry import backoff_s
 
@@ -324,6 +325,64 @@ def landed_release(api, plan: Plan, retry: Retry) -> str | None:
     return head
 
 
+# ------------------------------------------------------------------------------------------- versioning
+
+
+def previous_release(spec: str | None, repo: str, version: str, api) -> tuple[str, Path] | None:
+    """The release this one follows, as (its version, a folder holding it): `--previous FOLDER@vX.Y.Z` or
+    `ORG/NAME@vX.Y.Z`, else (with an api) the repo's highest vX.Y.Z tag below `version`, downloaded; None when
+    there is none (a first release; an existing tag `version` is refused by the push itself)."""
+    if spec is not None:
+        where, _, version = spec.rpartition("@")
+        if not where or not VERSION.fullmatch(version):
+            raise PublishError(f"--previous {spec!r}: expected FOLDER@vX.Y.Z (a local copy of that release) or "
+                               "ORG/NAME@vX.Y.Z")
+        if Path(where).expanduser().is_dir():
+            return version, Path(where).expanduser()
+        if not REPO_ID.fullmatch(where):
+            raise PublishError(f"--previous {spec!r}: {where} is neither a folder nor a Hub repo id ORG/NAME")
+        repo = where
+    else:
+        if api is None:
+            return None
+        from huggingface_hub.errors import RepositoryNotFoundError
+
+        try:
+            refs = api.list_repo_refs(repo, repo_type=REPO_TYPE)
+        except RepositoryNotFoundError:  # created by this publish: a first release
+            return None
+        tags = [t.name for t in refs.tags
+                if VERSION.fullmatch(t.name) and versions.parse(t.name) < versions.parse(version)]
+        if not tags:
+            return None
+        version = max(tags, key=versions.parse)
+    import huggingface_hub
+
+    folder = huggingface_hub.snapshot_download(
+        repo, repo_type=REPO_TYPE, revision=version,
+        **({"endpoint": api.endpoint, "token": api.token} if api is not None else {}))
+    return version, Path(folder)
+
+
+def check_version(version: str, tasks: list[TaskRecord], manifest: dict, folder: Path,
+                  previous: tuple[str, Path] | None) -> str:
+    """Refuse a version smaller than the policy (VERSIONING.md) requires after the previous release; return the
+    line that says what was compared."""
+    if previous is None:
+        return "no previous release to compare with (a first release, or a dry run without --previous)"
+    before, path = previous
+    try:
+        old, old_manifest = load_tasks(str(path))
+    except DatasetError as exc:
+        raise PublishError(f"the previous release {before} ({path}) cannot be read: {exc}") from exc
+    diff = versions.difference(old, old_manifest, tasks, manifest, versions.columns(path), versions.columns(folder))
+    need = versions.required(before, diff)
+    if not versions.allows(version, before, diff):
+        raise PublishError(f"--version {version} is smaller than the policy requires after {before}: at least "
+                           f"{need}, a {diff.level} change ({diff.reasons[0]}); see VERSIONING.md")
+    return f"compared with {before}: a {diff.level} change, so at least {need}: " + "; ".join(diff.reasons)
+
+
 def hub_api():
     """An HfApi with the standard token (HF_TOKEN, else the one `hf auth login` stored)."""
     import huggingface_hub
@@ -350,7 +409,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--dir", required=True, help="the dataset folder to publish (built by python -m builder)")
     p.add_argument("--repo", required=True, help="Hub dataset repo, ORG/NAME")
-    p.add_argument("--version", required=True, help="the release tag, vX.Y.Z; an existing tag is refused")
+    p.add_argument("--version", required=True,
+                   help="the release tag, vX.Y.Z; an existing tag is refused, and so is a number smaller than the "
+                        "versioning policy (VERSIONING.md) requires after the previous release")
+    p.add_argument("--previous", metavar="RELEASE",
+                   help="the release this one follows, FOLDER@vX.Y.Z or ORG/NAME@vX.Y.Z (default: the repo's "
+                        "highest vX.Y.Z tag; a dry run compares only with this one)")
     p.add_argument("--dry-run", action="store_true",
                    help="validate, then print the exact files, commit message and tag; send nothing")
     p.add_argument("--private", action="store_true", help="create the repo private (when it does not exist yet)")
@@ -367,9 +431,18 @@ def main(argv: list[str] | None = None, api=None, retry: Retry | None = None) ->
         tasks, manifest = validate_folder(folder)
         if not a.dry_run and api is None:
             api = hub_api()  # no token: say so before the replay, not after it
-        replay = replay_references(tasks, a.workers, a.timeout_s)
+        replay = replay_references(tasks, a.workers, a.timeout_s)  # a broken folder is refused before any network
+        try:
+            previous = previous_release(a.previous, a.repo, a.version, None if a.dry_run else api)
+        except PublishError:
+            raise
+        except Exception as exc:  # the Hub: the repo's tags, or the previous release's files
+            raise PublishError(f"could not read the previous release of {a.repo} to compare with ({exc}); give "
+                               "--previous FOLDER@vX.Y.Z with a local copy of it") from exc
+        compared = check_version(a.version, tasks, manifest, folder, previous)
         plan = make_plan(folder, a.repo, a.version, manifest, replay, a.private)
         print(f"validated {folder}: {replay}")
+        print(compared)
         if a.dry_run:
             print("dry run: nothing is sent to the Hub. A publish would send:")
             print(plan.render())
