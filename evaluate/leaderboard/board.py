@@ -23,10 +23,13 @@ from evaluate.intervals import rank_ranges
 from evaluate.leaderboard.submission import (
     DEFAULT_ROOT,
     SUBMISSIONS,
+    VARIANTS,
     SubmissionError,
     load_submission,
 )
 from evaluate.leaderboard.validation import stamp_problem, validate
+
+NATURAL = VARIANTS[0]  # the instructions scored by default
 from evaluate.plots import COLORS
 from evaluate.scoring import CI, with_intervals
 from evaluate.statuses import EXECUTION_ERROR, NO_CODE, PASS, RESULT_ERROR, STATUSES, SYNTAX_ERROR, TIMEOUT
@@ -60,6 +63,7 @@ class Entry:
     statuses: dict[str, int]
     rank: int = 0
     mode: str = CODE  # how the model was evaluated (evaluate's --mode)
+    variant: str = NATURAL  # the instructions it was shown (evaluate's --variant)
     ci: list[float] | None = None  # pass@1's 95% interval over tasks (evaluate/intervals.py)
     scenario_ci: dict[str, list[float] | None] = field(default_factory=dict)
     ranks: tuple[int, int] | None = None  # the ranks pass@1's interval allows in its group (best, worst)
@@ -78,6 +82,7 @@ class Entry:
             n_samples=int(sub.results["sampling"].get("n_samples", 1)), pass1=summary["overall"].get("pass@1"),
             scenarios={s: b.get("pass@1") for s, b in summary["scenarios"].items()},
             statuses={s: int(summary["overall"]["statuses"].get(s, 0)) for s in STATUSES}, mode=sub.mode,
+            variant=sub.variant,
             ci=(summary["overall"].get(CI) or {}).get("pass@1"),
             scenario_ci={s: (b.get(CI) or {}).get("pass@1") for s, b in summary["scenarios"].items()},
         )
@@ -97,6 +102,7 @@ class Group:
     content_hash: str
     entries: list[Entry]
     mode: str = CODE
+    variant: str = NATURAL
 
     @property
     def scenarios(self) -> list[str]:
@@ -105,12 +111,15 @@ class Group:
     @property
     def anchor(self) -> str:
         anchor = "v-" + re.sub(r"[^A-Za-z0-9_-]+", "-", self.version) + "-" + self.content_hash[:8]
-        return anchor if self.mode == CODE else f"{anchor}-{self.mode}"
+        anchor = anchor if self.mode == CODE else f"{anchor}-{self.mode}"
+        return anchor if self.variant == NATURAL else f"{anchor}-{self.variant}"
 
     @property
     def title(self) -> str:
-        """The group's heading: the dataset version, and the mode unless it is the default code mode."""
-        return self.version if self.mode == CODE else f"{self.version}, {self.mode} mode"
+        """The group's heading: the dataset version, the mode unless it is the default code mode, and the
+        instructions unless they are the default natural ones."""
+        title = self.version if self.mode == CODE else f"{self.version}, {self.mode} mode"
+        return title if self.variant == NATURAL else f"{title}, {self.variant} instructions"
 
 
 @dataclass
@@ -164,13 +173,15 @@ def collect(root: str | Path = DEFAULT_ROOT, dataset: str | None = None, revalid
             entries.append(Entry.from_submission(load_submission(folder)))
         except (SubmissionError, KeyError, TypeError, ValueError) as exc:
             skipped[folder.name] = f"unreadable: {exc}"
-    groups: dict[tuple[str, str, str], list[Entry]] = {}
-    for e in entries:
-        groups.setdefault((e.version, e.content_hash, e.mode), []).append(e)
+    groups: dict[tuple[str, str, str, str], list[Entry]] = {}
+    for e in entries:  # never ranked together: other releases, modes or instructions
+        groups.setdefault((e.version, e.content_hash, e.mode, e.variant), []).append(e)
     out = []
     order = {mode: i for i, mode in enumerate(reversed(MODES))}  # code first within a version
-    for (version, digest, mode), members in sorted(
-            groups.items(), key=lambda kv: (version_key(kv[0][0]), kv[0][1], order.get(kv[0][2], -1)), reverse=True):
+    wording = {variant: i for i, variant in enumerate(reversed(VARIANTS))}  # then natural, steps, vague
+    for (version, digest, mode, variant), members in sorted(
+            groups.items(), key=lambda kv: (version_key(kv[0][0]), kv[0][1], order.get(kv[0][2], -1),
+                                            wording.get(kv[0][3], -1)), reverse=True):
         members.sort(key=lambda e: (-(e.pass1 if e.pass1 is not None else -1), e.name.lower(), e.date))
         for i, e in enumerate(members):  # competition ranking: equal pass@1, equal rank
             prev = members[i - 1] if i else None
@@ -178,7 +189,7 @@ def collect(root: str | Path = DEFAULT_ROOT, dataset: str | None = None, revalid
         scored = [e for e in members if e.pass1 is not None and e.ci]
         for e, ranks in zip(scored, rank_ranges([tuple(e.ci) for e in scored])):
             e.ranks = ranks
-        out.append(Group(version, digest, members, mode))
+        out.append(Group(version, digest, members, mode, variant))
     return BuildReport(out, skipped)
 
 
@@ -378,6 +389,7 @@ def build(out: str | Path, root: str | Path = DEFAULT_ROOT, dataset: str | None 
         out / "leaderboard.json": json.dumps({
             "generated": generated,
             "versions": [{"version": g.version, "content_hash": g.content_hash, "mode": g.mode,
+                          "variant": g.variant,
                           "entries": [e.__dict__ for e in g.entries]} for g in report.groups],
             "skipped": report.skipped,
         }, indent=2) + "\n",

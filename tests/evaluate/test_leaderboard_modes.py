@@ -79,3 +79,20 @@ def test_modes_are_never_ranked_together(submissions, tmp_path):
         assert [(e["name"], e["rank"]) for e in group["entries"]] == [(f"Reference {mode}", 1)]
     html = (tmp_path / "site" / "index.html").read_text()
     assert "v1.0.0, tools mode" in html and "v1.0.0, explore mode" in html
+
+
+def test_instruction_variants_are_never_ranked_together(small_dataset, tmp_path):
+    """The vague instructions are harder than the natural ones: runs on each are separate groups, each ranked."""
+    out, root = tmp_path / "results", tmp_path / "leaderboard"
+    with Sandbox(2) as sandbox:
+        for variant in ("natural", "vague"):
+            run(EvalConfig(model="reference", dataset=str(small_dataset), revision="v1.0.0", out=str(out),
+                           variant=variant, workers=2))
+            sub = submit(out / "reference" / "v1.0.0", f"Reference {variant}", weights="open", root=root,
+                         variant=variant, dataset=str(small_dataset))
+            assert validate(sub, str(small_dataset), sandbox=sandbox).ok
+    build(tmp_path / "site", root=root)
+    data = json.loads((tmp_path / "site" / "leaderboard.json").read_text())
+    assert [(v["variant"], [(e["name"], e["rank"]) for e in v["entries"]]) for v in data["versions"]] == [
+        ("natural", [("Reference natural", 1)]), ("vague", [("Reference vague", 1)])]
+    assert "v1.0.0, vague instructions" in (tmp_path / "site" / "index.html").read_text()
