@@ -3,7 +3,7 @@
 Python 3.11 has no os.unshare, os.mount or prctl, so they are reached through ctypes here, in one place, apart
 from the worker's job protocol (`evaluate.worker`) and the harness (`evaluate.sandbox`), which both use them. What
 each primitive is for, and which containment mode (`jail`, `uid`, `none`) uses it, is said in `evaluate.worker`
-and in the README's "Execution and trust".
+and in docs/trust.md, "Execution and trust".
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-# What a worker could apply (README, "Execution and trust"), strongest first.
+# What a worker could apply (docs/trust.md, "Execution and trust"), strongest first.
 JAIL, UID, NONE = "jail", "uid", "none"
 MODES = (JAIL, UID, NONE)
 CPU_GRACE_S = 1  # CPU seconds between SIGXCPU (soft limit) and SIGKILL (hard limit)

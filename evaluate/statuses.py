@@ -23,7 +23,7 @@ SETUP_ERROR = "setup_error"  # the dataset's setup block failed: the task is bro
 CRASH = "crash"  # the worker died or answered nonsense; it is replaced and the job runs again
 # A job that still had no verdict after its retries (`evaluate.sandbox.RETRIES`): its workers kept dying. The
 # harness's failure, never the program's: a sample with it is counted apart, has no verdict and no cause, and
-# running the same command again scores it (see README, "When a worker dies").
+# running the same command again scores it (see docs/trust.md, "When a worker dies").
 INFRA_ERROR = "infra_error"
 # What a sandbox child may report about itself, and what a worker may answer (timeouts and crashes are its own).
 CHILD_STATUSES = frozenset({OK, SYNTAX_ERROR, EXECUTION_ERROR, RESULT_ERROR, SETUP_ERROR})

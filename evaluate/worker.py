@@ -17,7 +17,7 @@ Containment depends on what the worker may do (`containment` in every reply says
   privileges). Datasets, oracles, results, caches, home directories and the worker's files are simply absent.
 * ``uid`` (root without namespaces, e.g. a default Docker container): the same uid drop, no jail; the child can
   read whatever any user can read.
-* ``none`` (not root): no uid drop; the child runs as the harness's user. See README, "Execution and trust".
+* ``none`` (not root): no uid drop; the child runs as the harness's user. See docs/trust.md, "Execution and trust".
 
 A job may carry a `batch` of programs instead of one `code` (the builder's references and their mutants, never a
 model's answers): one child runs them in turn on the same test case (or each on its own, `case_of`), each in a

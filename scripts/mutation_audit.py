@@ -39,7 +39,7 @@ from evaluate.data import DatasetError, load_tasks  # noqa: E402
 
 PAPER_OPERATORS = ("delete_stmt", "swap_api", "change_literal", "swap_args", "replace_var",
                    "negate_cond", "swap_compare", "drop_result", "swap_result")
-# The frontier tier's programs loop, page and pick (README, "The frontier tier"): its slips, written here over the
+# The frontier tier's programs loop, page and pick (docs/tasks.md, "The frontier tier"): its slips, written here over the
 # syntax alone: a loop cut after its first pass (the first page, the first match), a loop over all but the last
 # item (a bound off by one), an extreme of the other kind, a tie broken the other way.
 FRONTIER_OPERATORS = ("loop_once", "loop_bound", "swap_extreme", "swap_tiebreak")

@@ -4,7 +4,7 @@
                               [--tier paper] [--seed 0] [--rates 0.05,0.1,0.2,0.4] [--answers FILE ...]
                               [--out stability] [--workers W]
 
-A fresh split is a new draw from the generator (a new seed; README, "Releases and fresh splits"). For splits to be
+A fresh split is a new draw from the generator (a new seed; docs/releases.md). For splits to be
 interchangeable, a model's pass@1 on one split may differ from its pass@1 on another only as much as drawing T
 tasks makes it differ: with one sample per task, pass@1 is a binomial proportion whose standard error is
 sqrt(p(1-p)/T). This script builds K splits with distinct seeds (split i: `python -m builder --seed S*1000+i`,

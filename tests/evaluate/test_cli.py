@@ -345,7 +345,7 @@ def test_every_run_is_kept_and_results_json_is_the_latest(small_dataset, rows, t
 
 
 def test_results_record_the_containment_that_applied(reference_run, small_tasks):
-    """The README promises that a run says how its programs were contained; the mode depends on the machine."""
+    """The documentation (docs/trust.md) promises that a run says how its programs were contained; the mode depends on the machine."""
     from evaluate.sandbox import Job, Sandbox
 
     task = small_tasks[0]

@@ -8,7 +8,7 @@ the worker itself, the session service) run again on a single worker (`sequentia
 them is known to be a clean one on the same worker and the same world.
 
 What a program can reach depends on the containment the worker reports (`Outcome.extra["containment"]`):
-``jail`` (root with namespaces), ``uid`` (root without), ``none`` (not root; README, "Execution and trust").
+``jail`` (root with namespaces), ``uid`` (root without), ``none`` (not root; docs/trust.md, "Execution and trust").
 A row lists the modes that contain it; in the others the documented gap is asserted instead (the program gets
 its uncontained verdict and its damage is visible), and the row runs in a sandbox of its own, after the mixed
 run, since by definition it may change its neighbours' verdicts there.
