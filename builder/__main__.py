@@ -98,7 +98,9 @@ def parse(argv: list[str] | None = None) -> tuple[BuildConfig, bool]:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--scenarios", default=",".join(d.scenarios),
-                   help=f"comma-separated scenarios (known: {', '.join(scenario_names())}; default: all)")
+                   help=f"comma-separated scenarios (default: all of {', '.join(scenario_names())}; also "
+                        f"{', '.join(sorted(set(scenario_names(examples=True)) - set(scenario_names())))}, the "
+                        "worked example of docs/adding-a-scenario.md)")
     size = p.add_mutually_exclusive_group()
     size.add_argument("--n", type=int, default=None, help="programs fuzzed per scenario; rejected ones are dropped "
                       f"(default {d.n}: --precision {DEFAULT_PRECISION:g})")
@@ -178,9 +180,9 @@ def parse(argv: list[str] | None = None) -> tuple[BuildConfig, bool]:
     if problem := check_choice(a.executor, a.ray_address):
         p.error(problem)
     names = [s.strip() for s in a.scenarios.split(",") if s.strip()]
-    unknown = [s for s in names if s not in scenario_names()]
+    unknown = [s for s in names if s not in scenario_names(examples=True)]
     if unknown or not names:
-        p.error(f"unknown scenario(s) {unknown}; choose from {', '.join(scenario_names())}")
+        p.error(f"unknown scenario(s) {unknown}; choose from {', '.join(scenario_names(examples=True))}")
     try:
         return BuildConfig(
             scenarios=names, n=tasks_for(a.precision) if a.precision else d.n if a.n is None else a.n, seed=a.seed, tier=a.tier, out=a.out, translator=a.translator, workers=a.workers,

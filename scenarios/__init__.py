@@ -13,13 +13,15 @@ REGISTRY: dict[str, str] = {
     "tensor": "scenarios.tensor.machine:TensorScenario",
     "session": "scenarios.session.machine:SessionScenario",
     "voice": "scenarios.voice.machine:VoiceScenario",
+    "bank": "scenarios.bank.machine:BankScenario",  # the worked example of docs/adding-a-scenario.md
 }
 
 _cache: dict[str, Scenario] = {}
 
 
-def scenario_names() -> list[str]:
-    return list(REGISTRY)
+def scenario_names(examples: bool = False) -> list[str]:
+    """The scenarios a build makes by default; with `examples`, every known one (the worked example too)."""
+    return [name for name in REGISTRY if examples or not getattr(get_scenario(name), "example", False)]
 
 
 def get_scenario(name: str) -> Scenario:

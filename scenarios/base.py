@@ -218,6 +218,7 @@ class Scenario(ABC):
     name: str
     apis: Sequence[API]
     world: str  # "module:Class" of the World, imported only inside sandbox workers
+    example: bool = False  # a worked example (docs/adding-a-scenario.md): built only when named, never by default
 
     @abstractmethod
     def initial_state(self, rng: random.Random) -> State:

@@ -797,10 +797,10 @@ def check(a: argparse.Namespace) -> list[Model]:
     if a.seed < 0:
         raise InputError(f"--seed must be 0 or more, got {a.seed}")
     a.scenario_list = [s.strip() for s in a.scenarios.split(",") if s.strip()]
-    unknown = [s for s in a.scenario_list if s not in scenario_names()]
+    unknown = [s for s in a.scenario_list if s not in scenario_names(examples=True)]
     if not a.scenario_list or unknown:
         raise InputError(f"unknown scenario(s) {', '.join(unknown) or '(none given)'}; choose from "
-                         f"{', '.join(scenario_names())}")
+                         f"{', '.join(scenario_names(examples=True))}")
     if a.tier not in TIERS:
         raise InputError(f"--tier must be one of {', '.join(TIERS)}, got {a.tier!r}")
     try:

@@ -1,4 +1,4 @@
-"""The commands the README and the set-up page show, run as written: every command in their bash blocks is either
+"""The commands the README, the set-up page and the adding-a-scenario page show, run as written: every command in their bash blocks is either
 run here (the default-size builds behind `slow`) or named below with what it needs that these machines lack (a
 GPU, a hosted model, a model's run, a Ray cluster); a command a page adds or drops fails the listing test.
 
@@ -56,6 +56,14 @@ PAGES = {
             "python -m evaluate.leaderboard build --out site":
                 "submissions to show (tests/evaluate/test_leaderboard.py builds one from reference runs)",
         },
+    },
+    "docs/adding-a-scenario.md": {
+        "cheap": [
+            "python -m builder --scenarios bank --n 6 --seed 1 --out bank",
+            "python -m evaluate --model reference --dataset bank",
+        ],
+        "slow": [],
+        "elsewhere": {},
     },
     "docs/getting-started.md": {
         "cheap": [
@@ -138,6 +146,8 @@ def test_the_cheap_commands_run_as_written(page, scratch, small_tasks):
             assert results["summary"]["overall"]["pass@1"] == 1.0
         elif command.startswith("python -m evaluate.report"):
             assert "| reference |" in done.stdout and "| answers |" in done.stdout
+        elif command.startswith("python -m builder --scenarios bank"):
+            assert "bank: kept 6 of 6 programs" in done.stdout
         elif "--fresh" in command:
             config = json.loads((scratch / "stateeval-fresh" / "MANIFEST.json").read_text())["config"]
             assert config["fresh"] and config["against"] == ["stateeval"]
