@@ -29,18 +29,17 @@ MIN_KEPT = 0.5  # a scenario that keeps fewer than this share of the --n program
 
 # What to change, by the kind of rejection that dropped most of a scenario's programs (first match wins).
 ADVICE = (
-    ("leaves out a fact", "the translator's texts drop values or names the oracle checks: use --translator template "
-                          "or a model that keeps every value of the steps"),
-    ("translation", "the evaluator agent did not accept the translator's texts: raise --max-rounds or use another "
-                    "--translator"),
-    ("overlaps a previous release", "the previous releases already hold most of what this seed draws: raise "
-                                    "--ngram-share, or --n"),
-    ("its stratum is full", "the pool held too few programs of the release's mix: raise --match-pool, or give "
-                            "--match-pool 0 for an unmatched split"),
-    ("weak_oracle", "the test inputs cannot tell these programs from their mutants: raise --redraws or --probes"),
-    ("fuzzer", "the fuzzer runs out of programs for these settings: lower --calls or --branches, or change --seed"),
-    ("API calls", "the fuzzer runs out of programs for these settings: lower --calls or --branches, or change --seed"),
-    ("duplicate", "the fuzzer runs out of programs for these settings: lower --calls or --branches, or change --seed"),
+    (("leaves out a fact",), "the translator's texts drop values or names the oracle checks: use --translator "
+                             "template or a model that keeps every value of the steps"),
+    (("translation",), "the evaluator agent did not accept the translator's texts: raise --max-rounds or use "
+                       "another --translator"),
+    (("overlaps a previous release",), "the previous releases already hold most of what this seed draws: raise "
+                                       "--ngram-share, or --n"),
+    (("its stratum is full",), "the pool held too few programs of the release's mix: raise --match-pool, or give "
+                               "--match-pool 0 for an unmatched split"),
+    (("weak_oracle",), "the test inputs cannot tell these programs from their mutants: raise --redraws or --probes"),
+    (("fuzzer", "API calls", "duplicate"), "the fuzzer runs out of programs for these settings: lower --calls or "
+                                           "--branches, or change --seed"),
 )
 
 
@@ -60,7 +59,8 @@ def shortfalls(report: dict, config: BuildConfig) -> list[str]:
         line = f"error: {s} kept {kept} of the {config.n} tasks asked (fewer than {MIN_KEPT:.0%})"
         if kinds:
             kind = max(sorted(kinds), key=kinds.get)
-            fix = next((advice for key, advice in ADVICE if key in kind), "see the rejections in build_report.json")
+            fix = next((advice for keys, advice in ADVICE if any(k in kind for k in keys)),
+                       "see the rejections in build_report.json")
             line += f"; most were dropped as '{kind}' ({kinds[kind]} of {sum(kinds.values())}): {fix}"
         lines.append(line)
     return lines

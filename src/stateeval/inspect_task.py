@@ -46,7 +46,7 @@ from inspect_ai.tool import ToolCall, ToolInfo
 
 from evaluate.data import TaskRecord, load_tasks
 from evaluate.episodes import CODE, DEFAULT_MAX_TURNS, TOOLS, Driver, answers, lost_samples
-from evaluate.models import COUNTED_BY_API, Backend, OnMessage, OnReply, Request, Sampling, Usage
+from evaluate.models import COUNTED_BY_API, Backend, OnMessage, Request, Sampling, Usage
 from evaluate.models.cache import GenerationCache
 from evaluate.prompts import VARIANTS, build_messages, extract_code
 from evaluate.sandbox import Limits, Sandbox
@@ -131,8 +131,8 @@ def samples(tasks: list[TaskRecord], variant: str) -> list[Sample]:
 
 
 class InspectBackend(Backend):
-    """evaluate's backend interface over inspect's model, for the tools-mode driver: it runs in a worker thread
-    and asks the model on inspect's event loop."""
+    """evaluate's backend interface over inspect's model, for the tools-mode driver (which only chats): it runs in
+    a worker thread and asks the model on inspect's event loop. Code mode needs none: inspect generates itself."""
 
     name = "inspect"
 
@@ -148,10 +148,6 @@ class InspectBackend(Backend):
         u = output.usage
         r.usage = None if u is None else Usage(u.input_tokens, u.output_tokens, COUNTED_BY_API)
         return output
-
-    def generate(self, requests: list[Request], sampling: Sampling, on_reply: OnReply) -> None:
-        for r in requests:
-            on_reply(r, self._ask(r).completion)
 
     def chat(self, requests: list[Request], sampling: Sampling, on_message: OnMessage) -> None:
         for r in requests:
