@@ -54,6 +54,8 @@ OPERATORS = {
     "null_field": "reads a field that some records hold as null as if it held a value",
     "exact_case": "compares exactly values that the world compares ignoring case (e-mail addresses)",
     "refused_write": "counts a write that the service refused (409) as done",
+    "static_tally": "decides on a quantity read once, before its own writes moved it, where the task asks for it as it "
+                    "stands at each decision",
 }
 MUST_KILL = frozenset(OPERATORS)
 
@@ -85,7 +87,9 @@ class Step:
     mutations: list[Mutation] = field(default_factory=list)
     results: list[Result] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)  # the API call sites, with the variables they read and make
-    levers: tuple[str, ...] = ()  # what makes it hard: pagination, versions, lookups, loops, aggregates, recovery
+    # what makes it hard: pagination, versions, lookups, loops, aggregates, recovery, feedback (a decision on a
+    # quantity the program's own earlier writes moved)
+    levers: tuple[str, ...] = ()
 
 
 @dataclass

@@ -325,7 +325,7 @@ def ensure(d: _Draw) -> tuple[Step, dict]:
         {"type": type_}
 
 
-BODIES = ("remove", "add", "handover", "delete", "retitle", "offboard")
+BODIES = ("remove", "add", "handover", "delete", "retitle", "offboard", "spread")
 
 
 def loop(d: _Draw, found: dict | None, allow_delete: bool, chain: bool = False,
@@ -346,10 +346,13 @@ def loop(d: _Draw, found: dict | None, allow_delete: bool, chain: bool = False,
         pe = d.email()
     # offboard: hand a session the owner leaves to its first other member, or delete it when it has none (it deletes,
     # and only over a collection no lookup reads, so that no later step asks for a session it may have deleted)
+    # spread: hand each session the owner leaves to the other member who owns the fewest of the collection at that
+    # moment (each handover moves the counts the next one compares), over a collection no lookup reads
     body = rng.choice([b for b in bodies or BODIES if (allow_delete or b != "delete") and (
-        b != "offboard" or (kind == "owner" and allow_delete and not (found and found["type"] == type_)))])
+        b != "offboard" or (kind == "owner" and allow_delete and not (found and found["type"] == type_))) and (
+        b != "spread" or (kind == "owner" and not (found and found["type"] == type_)))])
     # The address the body writes is never the one a "newest owned by" lookup names (the handover would move it).
-    me = None if body in ("offboard", "delete") else d.email(
+    me = None if body in ("offboard", "delete", "spread") else d.email(
         avoid=(pe,) + ((found["how"][1],) if found and found["how"][0] == "newest" else ()))
     pe_code = 'found1["data"]["owner"]' if chain else pe
     suffix = rng.choice(SUFFIXES)
@@ -437,6 +440,11 @@ def loop(d: _Draw, found: dict | None, allow_delete: bool, chain: bool = False,
         calls = [Call("update_session", ["s.id", "s.data", "s.version"], [], lines, {}),
                  Call("delete_session", ["s.id", "s.version"], [], lines, {})]
         levers.append("versions")
+    elif body == "spread":
+        lines, act, keep, muts_, calls = _spread_body(url, item, pe_code, changed, t, tw)
+        muts += muts_ + [Mutation("static_tally", head + lines, f"{_OWNERS.format(url=url, ind='')}" + head
+                                  + lines.replace(_OWNERS.format(url=url, ind="            "), ""))]
+        levers += ["versions", "aggregates", "feedback"]
     else:  # retitle
         lines, calls, stale = _member_then_update(item, "delete", me, "title",
                                                   f'current.json()["data"]["title"] + {suffix!r}',
@@ -473,12 +481,18 @@ def loop(d: _Draw, found: dict | None, allow_delete: bool, chain: bool = False,
              ("value", "loop: the predicate", tuple(pt.values()))]
     if body == "retitle":
         facts.append(("value", "loop: the title suffix", (repr(suffix),)))
+    if body == "spread":
+        facts += [("value", "loop: whom each session goes to", ("the fewest",)),
+                  ("value", "loop: the counts move with each handover", ("at that moment", "at that point")),
+                  ("value", "loop: the tie-break", ("listed first", "the first of `others`"))]
     results = [Result(changed, {"natural": keep["natural"] + " (in listing order)", "steps": keep["steps"],
                                    "vague": keep["vague"] + " (in listing order)"})]
     calls = [Call("list_sessions", ["src1"] + (["found1.data"] if chain else []), ["s.id", "s.data", "s.version"], head, {})] + calls
     d.shapers.append((0, lambda pop, rng, profile: _shape_loop(pop, rng, profile, type_, kind, pe, me, body)))
     if body == "offboard":  # after the loop's own shaping, which decides which sessions the owner has
         d.shapers.append((0, lambda pop, rng, profile: _shape_offboard(pop, rng, profile, type_, pe)))
+    if body == "spread":  # after a bulk delete's shaping, which may give sessions of this collection an owner
+        d.shapers.append((4, lambda pop, rng, profile: _shape_spread(pop, rng, profile, type_, pe)))
     if body in ("remove", "add"):
         d.shapers.append((6, lambda pop, rng, profile: _shape_twin(pop, rng, profile, type_, kind, pe, me, body,
                                                                    found)))
@@ -490,6 +504,47 @@ def loop(d: _Draw, found: dict | None, allow_delete: bool, chain: bool = False,
     step = Step("loop", code, texts, facts, muts, results, calls, tuple(levers))
     return step, {"type": type_, "body": body, "same": same, "kind": kind, "pe": pe, "me": me,
                   "suffix": suffix if body == "retitle" else None}
+
+
+_OWNERS = '{ind}owners = [x["data"]["owner"].lower() for x in every_session({url})]\n'
+
+
+def _spread_body(url: str, item: str, pe_code: str, changed: str, t: str, tw: str):
+    """The body that hands a session over to whichever of its other members owns the fewest sessions of the
+    collection at that moment (ties: the one listed first). It reads the owners again before each handover: the
+    handovers before it moved the counts."""
+    others = f"[m for m in members(s) if not same_person(m, {pe_code})]"
+    owners = _OWNERS.format(url=url, ind="            ")
+    pick = "            new = min(others, key=lambda m: owners.count(m.lower()))\n"
+    put = (f'            requests.put(f"{item}", json={{**s["data"], "owner": new}}, '
+           f'headers={{"If-Match": str(s["version"])}})\n')
+    lines = (f"        others = {others}\n"
+             f"        if others:\n" + owners + pick + put +
+             f"            {changed}.append(new)\n")
+    muts = [Mutation("exact_case", lines, lines.replace('["owner"].lower() for x', '["owner"] for x')
+                     .replace("owners.count(m.lower())", "owners.count(m)")),
+            Mutation("tie_break", lines, lines.replace("min(others,", "min(others[::-1],")),
+            Mutation("aggregate", lines, lines.replace("min(others,", "max(others,")),
+            Mutation("wrong_item", lines, lines.replace(pick, "            new = others[0]\n")),
+            Mutation("drop_write", lines, lines.replace(put, ""))]
+    fewest = (f"whichever of its other members owns the fewest {t} sessions of `src1` at that moment (counting "
+              f"the handovers before it; of several with as few, the one listed first among its members)")
+    act = {"natural": f"hand it over to {fewest}, changing nothing else; a session with no other member stays as it "
+                      f"is",
+           "steps": f"let `others` be its members that are not its owner (the same person whatever the case), in "
+                    f"order; if there are any, read every page of the {t} sessions of `src1` again (their owners at that moment), let `new` be the "
+                    f"first of `others` who owns the fewest of them (comparing addresses ignoring case), update the "
+                    f"session with its data but `new` as owner, sending its version in `If-Match`, and append `new` "
+                    f"to `{changed}`; a session with no other member is left as it is",
+           "vague": f"pass it to whichever of its other members owns the fewest {tw} sessions of `src1` at that point "
+                    f"(after the handovers before it; of several with as few, the one listed first among its "
+                    f"members), nothing else in its data changing; one without another member is left alone"}
+    keep = {"natural": f"the new owner of each {t} session handed over in that loop, as its members list spells it",
+            "steps": f"`{changed}`",
+            "vague": f"who each {tw} session passed to in that pass, spelled as its members list has it"}
+    calls = [Call("list_sessions", ["src1"], ["owners"], lines, {}),
+             Call("update_session", ["s.id", "s.data", "s.version", "owners"], [], lines, {})]
+    return lines, act, keep, muts, calls
 
 
 def _own_names(text: str, n: int) -> str:
@@ -738,6 +793,95 @@ def _shape_offboard(pop: _Pop, rng, profile, type_, pe) -> None:
                 data.pop("members", None)
             else:
                 data["members"] = {"empty": [], "null": None, "owner": [alias]}[form]
+
+
+SPREAD_TRIES = 400  # draws of a spread loop's owners and members before one tells every wrong rule apart
+SPREAD_RULES = ("static", "exact", "reversed", "max", "first")  # the ways of getting its choice wrong (mutants)
+
+
+def _spread(coll: list[dict], owner: str, rule: str = "right") -> list[tuple[int, str]]:
+    """Which sessions of `coll` a spread loop hands over and to whom (as spelled), under the task's rule or a wrong
+    one: counts read once before the loop (`static`), addresses compared exactly (`exact`), the last of a tie
+    (`reversed`), the most (`max`) or simply the first other member (`first`)."""
+    owners = [x["owner"] for x in coll]
+    fold = (lambda a: a) if rule == "exact" else str.lower
+    before = [fold(o) for o in owners]
+    out = []
+    for i, data in enumerate(coll):
+        if not _same(data["owner"], owner):
+            continue
+        others = [m for m in _members(data) if not _same(m, owner)]
+        if not others:
+            continue
+        counts = before if rule == "static" else [fold(o) for o in owners]
+        if rule == "first":
+            new = others[0]
+        else:
+            new = (max if rule == "max" else min)(others[::-1] if rule == "reversed" else others,
+                                                  key=lambda m: counts.count(fold(m)))
+        owners[i] = new
+        out.append((i, new))
+    return out
+
+
+def _shape_spread(pop: _Pop, rng, profile, type_, pe) -> None:
+    """The sessions the owner leaves and who owns the rest: three people (each sometimes spelled in another case)
+    are the other members of those sessions and own some of the others, so that the counts the choice compares
+    differ, tie, and move as the loop hands sessions over. In the `original` and `large` profiles the draw is kept
+    only when the task's rule picks otherwise than each wrong one (counts read once, addresses compared exactly,
+    the other end of a tie, the most, the first member); the last session the owner has always has other members,
+    so that a loop that stops a page early shows."""
+    coll = pop.colls[type_]
+    p = pop.values[pe]
+    owned = [x for x in coll if _same(x["owner"], p)]
+    if not owned:
+        return
+    named = set(pop.named().values())
+    unnamed = [q for q in pop.people if q not in named]
+    cands = rng.sample(unnamed, min(3, len(unnamed)))
+    rest = [q for q in unnamed if q not in cands] or cands
+    free = [x for x in coll if not _same(x["owner"], p) and x["owner"] not in named]
+    hard = profile in ("original", "large") and len(owned) >= 2
+    if hard and len(owned) == 2 and free:  # a third, to hold no other member before the two that tell rules apart
+        extra = rng.choice(free)
+        extra["owner"] = p
+        free.remove(extra)
+        owned = [x for x in coll if _same(x["owner"], p)]
+    spelled = pop.spelled.get(pe, p)
+    alias = next(v for v in (_variant(p, rng), p.upper(), p.title()) if v not in (p, spelled))
+
+    def spell(q: str) -> str:
+        return _variant(q, rng) if rng.random() < 0.35 else q
+
+    # the first session the owner has holds no other member, in a form each of these profiles names (so that a
+    # program that reads `members` as always there, or never null, fails on some input), where it has others after
+    forced = {"original": "absent", "large": "null", "page": "absent"}.get(profile)
+    if len(owned) < (3 if hard else 2):
+        forced = None
+    for _ in range(SPREAD_TRIES):
+        for x in free:
+            x["owner"] = spell(rng.choice(cands)) if rng.random() < 0.6 else rng.choice(rest)
+        for k, data in enumerate(owned):
+            if forced and k == 0:
+                form = forced
+            elif k == len(owned) - 1 or (hard and k == len(owned) - 2) or rng.random() < 0.7:
+                ms = [spell(q) for q in rng.sample(cands, rng.randint(2 if hard else 1, len(cands)))]
+                if rng.random() < 0.3:  # the owner listed too, in another case: not one of the other members
+                    ms.insert(rng.randrange(len(ms) + 1), alias)
+                data["members"] = ms
+                continue
+            else:  # no other member: an empty list, null, no field, or only the owner
+                form = rng.choice(("empty", "null", "absent", "owner"))
+            if form == "absent":
+                data.pop("members", None)
+            else:
+                data["members"] = {"empty": [], "null": None, "owner": [alias]}[form]
+        if not hard:
+            return
+        right = _spread(coll, p)
+        if all(_spread(coll, p, rule) != right for rule in SPREAD_RULES):
+            return
+    # No draw told every rule apart: the last one stays, and a wrong rule it cannot tell apart drops the task.
 
 
 def _shape_twin(pop: _Pop, rng, profile, type_, kind, pe, me, body, found) -> None:
@@ -1073,7 +1217,7 @@ def plan(scenario, rng: random.Random) -> Plan:
     owners = (looped["pe"], looped["me"])  # the addresses the loops name (`me` is None where a body writes none)
     if rng.random() < SECOND_LOOP:  # a second loop, over a collection of its own (its sessions are not the first's)
         # a second loop leans to handing over what an owner leaves (a branch on what each session holds)
-        step, again = loop(d, found, allow_delete=True, n=2, bodies=BODIES + ("offboard",) * 5,
+        step, again = loop(d, found, allow_delete=True, n=2, bodies=BODIES + ("offboard", "spread") * 3,
                            kinds=("owner", "owner", "owner", "member"))
         steps.append(step)
         owners += (again["pe"], again["me"])

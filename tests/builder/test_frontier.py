@@ -22,6 +22,7 @@ from evaluate.data import load_tasks
 from scenarios import get_scenario
 from scenarios.grammar import MUST_KILL
 from scenarios.session.frontier import DEFAULT_PAGE, MAX_PAGE
+from scenarios.session import tasks
 from scenarios.session.store import parse_asset
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -157,10 +158,10 @@ def test_a_second_loop_has_names_and_mutants_of_its_own(programs):
 def test_an_owner_leaving_hands_over_or_deletes(programs):
     """The offboarding loop's sessions: some have other members (the owner sometimes listed first, in another
     case), some have none (empty, null, missing, or only the owner in another case), in the original profile."""
-    leaving = [p for p in programs if "others = [m for m in members(" in p.reference_code()]
+    leaving = [p for p in programs if any("others = " in s.code and "min(others" not in s.code for s in p.plan.steps)]
     assert len(leaving) >= 5
     for p in leaving:
-        step = next(step for step in p.plan.steps if "others = " in step.code)
+        step = next(step for step in p.plan.steps if "others = " in step.code and "min(others" not in step.code)
         type_ = step.code.split("every_session(")[1].split("_url")[0]
         name = step.code.split("same_person(m, ")[1].split(")")[0]
         state = p.population("original", random.Random(4))
@@ -171,6 +172,30 @@ def test_an_owner_leaving_hands_over_or_deletes(programs):
         others = [[m for m in x.get("members") or [] if m.lower() != owner] for x in owned]
         assert any(len(o) >= 2 for o in others) and any(not o for o in others), owned
         assert any(m.lower() == owner and m != state.vars[name].value for x in owned for m in x.get("members") or [])
+
+
+def test_a_spread_loop_decides_on_counts_its_own_handovers_move(programs):
+    """The spread loop hands each session the owner leaves to the other member who owns the fewest of the
+    collection at that moment: in the original and large profiles the population makes the task's rule pick
+    otherwise than counts read once before the loop, addresses compared exactly, the other end of a tie, the most,
+    and the first member; and each of those is a mutant of the program that the build must kill."""
+    spreading = [p for p in programs if any("min(others" in s.code for s in p.plan.steps)]
+    assert len(spreading) >= 5
+    for p in spreading:
+        step = next(step for step in p.plan.steps if "min(others" in step.code)
+        assert "feedback" in step.levers
+        assert {"static_tally", "exact_case", "tie_break", "aggregate", "wrong_item"} <= {m.operator for m in step.mutations}
+        type_ = step.code.split("every_session(")[1].split("_url")[0]
+        name = step.code.split("same_person(m, ")[1].split(")")[0]
+        for profile in ("original", "large"):
+            state = p.population(profile, random.Random(5))
+            if name not in state.vars:
+                break  # the owner of the session found first: no setup variable names it
+            coll = [{"owner": x["owner"], "members": x.get("members")} for x in _collection(state, type_)]
+            owner = state.vars[name].value
+            right = tasks._spread(coll, owner)
+            assert len(right) >= 2, coll
+            assert all(tasks._spread(coll, owner, rule) != right for rule in tasks.SPREAD_RULES), (profile, coll)
 
 
 def test_a_frontier_build_keeps_its_tasks_and_its_reference_passes(frontier_build, tmp_path):
