@@ -9,7 +9,8 @@ A program is three to five steps drawn from:
 * a loop over every page of a collection, a predicate on the owner or the members, and a body of one to three
   calls (remove or add a member, hand the session over, delete it, remove a member and retitle it), or a branch
   on what each session holds (*offboard*: hand a session its owner leaves to its first other member, or delete it
-  when it has none);
+  when it has none), or a decision on counts its own writes move (*spread*: hand a session its owner leaves to
+  whichever of its other members owns the fewest of the collection at that moment);
 * in three programs of four, a second loop of the same kind over a collection no other step reads (its list is
   `changed2`);
 * a closing step: rename the session found first, retrying once on 412 with what a fresh read answers (recovery),
