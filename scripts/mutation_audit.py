@@ -95,6 +95,25 @@ def assigned(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
+def passed_always(tree: ast.Module) -> set[tuple[int, str]]:
+    """(a use of a helper's parameter, the name every call of that helper passes for it): replacing the one with the
+    other changes nothing (equivalent by construction), as when `is_member(s, email)` is only ever called with
+    `email1`. Swapping that argument at a call site is a mutant of its own."""
+    calls: dict[str, list[ast.Call]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            calls.setdefault(node.func.id, []).append(node)
+    out = set()
+    for fn in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
+        sites = calls.get(fn.name, [])
+        for i, param in enumerate(a.arg for a in fn.args.args):
+            names = {c.args[i].id if i < len(c.args) and isinstance(c.args[i], ast.Name) else None for c in sites}
+            if len(names) == 1 and None not in names:
+                only = next(iter(names))
+                out |= {(id(n), only) for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == param}
+    return out
+
+
 def units(body: list[ast.stmt], scope: set[str]):
     """(statement, the expression mutated in it, the variables defined before it) in program order. The bodies of
     `if`, `for`, `while` and function definitions are walked statement by statement (a loop's variable and a
@@ -145,6 +164,7 @@ class Mutator:
         self.tree = ast.parse(task.reference_program)
         self.order = {id(n): i for i, n in enumerate(ast.walk(self.tree))}
         self.setup_names = assigned(ast.parse(task.setup_code))  # x1, data1, COND, ...
+        self.passed = passed_always(self.tree)
 
     def make(self, op: str, node: ast.AST, edit) -> tuple[str, str]:
         tree = copy.deepcopy(self.tree)
@@ -163,7 +183,8 @@ class Mutator:
                     yield from self.literals(node, parents)
                 elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in scope:
                     for other in sorted(scope - {node.id}):
-                        if kind(self.scenario, other) == kind(self.scenario, node.id):
+                        if kind(self.scenario, other) == kind(self.scenario, node.id) \
+                                and (id(node), other) not in self.passed:
                             yield self.make("replace_var", node, lambda n, o=other: setattr(n, "id", o))
             if isinstance(stmt, ast.If):
                 yield self.make("negate_cond", stmt, lambda n: setattr(n, "test", ast.UnaryOp(ast.Not(), n.test)))

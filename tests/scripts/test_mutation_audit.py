@@ -135,3 +135,21 @@ def test_a_symmetric_comparison_is_not_swapped():
                            reference_program=program)
     swaps = [code for op, code in audit.select(task, per_task=1000, seed=0) if op == "swap_args"]
     assert swaps and not any("same_person(email1.title(), email1)" in c for c in swaps)
+
+
+def test_a_helper_parameter_is_not_replaced_by_the_one_value_every_call_passes():
+    """`is_member(s, email)` called only as `is_member(s, email1)`: `email` replaced by `email1` inside the helper
+    changes nothing (equivalent by construction). Where another call passes another value, the replacement is a
+    real mutant and stays."""
+    audit = load_script()
+    helper = "def is_member(s, email):\n    return email in s\n\n"
+    once = SimpleNamespace(task_id="session-9997", scenario="session", setup_code="email1 = 'a'\nemail2 = 'b'\n",
+                           reference_program=helper + "RESULT = [is_member(['a'], email1), is_member(['b'], email1)]\n")
+    twice = SimpleNamespace(task_id="session-9996", scenario="session", setup_code="email1 = 'a'\nemail2 = 'b'\n",
+                            reference_program=helper + "RESULT = [is_member(['a'], email1), is_member(['b'], email2)]\n")
+
+    def inside(task):
+        return [code for op, code in audit.select(task, per_task=1000, seed=0)
+                if op == "replace_var" and "return email1 in s" in code]
+
+    assert inside(once) == [] and inside(twice)
