@@ -428,7 +428,7 @@ def loop(d: _Draw, found: dict | None, allow_delete: bool, chain: bool = False,
                  Mutation("drop_write", lines, lines.replace(delete, "")),
                  Mutation("collect_all", lines, lines.replace(f'            {changed}.append(s["id"])\n', "")
                           + f'        {changed}.append(s["id"])\n')]
-        hand = "the first of its other members (in the order they are listed)"
+        hand = "the first of its other members (its members other than its owner, in the order they are listed)"
         act = {"natural": f"hand it over to {hand}, changing nothing else, or delete it if it has no other member",
                "steps": f"let `others` be its members that are not its owner (the same person whatever the case), "
                         f"in order; if there are any, update it with its data but the first of `others` as owner, "
@@ -528,7 +528,8 @@ def _spread_body(url: str, item: str, pe_code: str, changed: str, t: str, tw: st
             Mutation("aggregate", lines, lines.replace("min(others,", "max(others,")),
             Mutation("wrong_item", lines, lines.replace(pick, "            new = others[0]\n")),
             Mutation("drop_write", lines, lines.replace(put, ""))]
-    fewest = (f"whichever of its other members owns the fewest {t} sessions of `src1` at that moment (counting "
+    fewest = (f"whichever of its other members (its members other than its owner) owns the fewest {t} sessions of "
+              f"`src1` at that moment (counting "
               f"the handovers before it; of several with as few, the one listed first among its members)")
     act = {"natural": f"hand it over to {fewest}, changing nothing else; a session with no other member stays as it "
                       f"is",
@@ -537,7 +538,7 @@ def _spread_body(url: str, item: str, pe_code: str, changed: str, t: str, tw: st
                     f"first of `others` who owns the fewest of them (comparing addresses ignoring case), update the "
                     f"session with its data but `new` as owner, sending its version in `If-Match`, and append `new` "
                     f"to `{changed}`; a session with no other member is left as it is",
-           "vague": f"pass it to whichever of its other members owns the fewest {tw} sessions of `src1` at that point "
+           "vague": f"pass it to whichever of its other members (those other than its owner) owns the fewest {tw} sessions of `src1` at that point "
                     f"(after the handovers before it; of several with as few, the one listed first among its "
                     f"members), nothing else in its data changing; one without another member is left alone"}
     keep = {"natural": f"the new owner of each {t} session handed over in that loop, as its members list spells it",
