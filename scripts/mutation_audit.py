@@ -165,6 +165,7 @@ class Mutator:
         self.order = {id(n): i for i, n in enumerate(ast.walk(self.tree))}
         self.setup_names = assigned(ast.parse(task.setup_code))  # x1, data1, COND, ...
         self.passed = passed_always(self.tree)
+        self.parent = {id(c): p for p in ast.walk(self.tree) for c in ast.iter_child_nodes(p)}
 
     def make(self, op: str, node: ast.AST, edit) -> tuple[str, str]:
         tree = copy.deepcopy(self.tree)
@@ -184,7 +185,7 @@ class Mutator:
                 elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in scope:
                     for other in sorted(scope - {node.id}):
                         if kind(self.scenario, other) == kind(self.scenario, node.id) \
-                                and (id(node), other) not in self.passed:
+                                and (id(node), other) not in self.passed and not self.guarded(node, other):
                             yield self.make("replace_var", node, lambda n, o=other: setattr(n, "id", o))
             if isinstance(stmt, ast.If):
                 yield self.make("negate_cond", stmt, lambda n: setattr(n, "test", ast.UnaryOp(ast.Not(), n.test)))
@@ -197,6 +198,27 @@ class Mutator:
                     yield self.make("drop_result", stmt.value, lambda n, i=i: n.elts.pop(i))
                     for j in range(i + 1, len(elts)):
                         yield self.make("swap_result", stmt.value, lambda n, i=i, j=j: swap(n.elts, i, j))
+
+    def guarded(self, node: ast.Name, other: str) -> bool:
+        """Inside `if same_person(a, b):`, `b` written with `other` for its variable is `a`, and so the same person:
+        `found1['data']['owner']` replaced by `s['data']['owner']` in a loop over the sessions whose owner is
+        found1's owner is equivalent by construction."""
+        expr = node
+        while isinstance(self.parent.get(id(expr)), ast.Subscript) and self.parent[id(expr)].value is expr:
+            expr = self.parent[id(expr)]
+        renamed = copy.deepcopy(expr)
+        for n in ast.walk(renamed):
+            if isinstance(n, ast.Name) and n.id == node.id:
+                n.id = other
+        pair = {ast.unparse(expr), ast.unparse(renamed)}
+        up = self.parent.get(id(node))
+        while up is not None:
+            test = getattr(up, "test", None)
+            if isinstance(up, ast.If) and isinstance(test, ast.Call) and isinstance(test.func, ast.Name) \
+                    and test.func.id in SYMMETRIC and {ast.unparse(a) for a in test.args} == pair:
+                return True
+            up = self.parent.get(id(up))
+        return False
 
     def deletions(self, owner: ast.AST):
         for field in ("body", "orelse"):

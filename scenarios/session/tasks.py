@@ -606,6 +606,7 @@ def rename(d: _Draw, found: dict, looped: dict) -> Step:
              Call("get_session", ["found1.id", "r.status"], ["current.data", "current.etag"], recover, {}),
              Call("update_session", ["found1.id", "current.data", "current.etag"], ["r.version"], retry, {})]
     d.shapers.append((2, lambda pop, rng, profile: _shape_stale(pop, rng, profile, found, looped)))
+    d.shapers.append((7, lambda pop, rng, profile: _shape_collision(pop, found, looped)))
     return Step("recovery", code, texts, facts, muts, results, calls, ("recovery", "versions"))
 
 
@@ -716,6 +717,8 @@ class _Pop:
         self.values, self.people, self.colls = values, people, colls
         self.spelled = spelled  # how the setup block writes each address (sometimes in another case)
         self.decoys: list[tuple[str, str, dict]] = []  # (source key: "src1" or "other", type, data)
+        # sessions whose version another's decides, set once every session has one: (data, data it follows, offset)
+        self.versions: list[tuple[dict, dict, int]] = []
 
     def named(self) -> dict[str, str]:
         """The addresses the program names (setup variables, and hidden ones such as `_chain`), in name order."""
@@ -979,7 +982,9 @@ def _shape_title(pop: _Pop, rng, profile, type_) -> None:
 def _shape_newest(pop: _Pop, rng, profile, type_, email) -> None:
     coll = pop.colls[type_]
     n, address = len(coll), pop.values[email]
-    owned = {"single": [rng.randrange(n)], "none": [rng.randrange(n)], "page": [0, n - 1], "page+1": [1, n - 1],
+    # In `single` and `none` the newest is not the collection's last session (the loop's variable when it ends), so
+    # that a write naming that variable where the found session is meant shows there.
+    owned = {"single": [rng.randrange(n - 1)], "none": [rng.randrange(n - 1)], "page": [0, n - 1], "page+1": [1, n - 1],
              "large": sorted({rng.randrange(n - 1), rng.randrange(n - 1), n - 1})}.get(profile)
     if owned is None:
         owned = sorted(rng.sample(range(n), rng.randint(2, 3)))
@@ -1083,6 +1088,22 @@ def _shape_stale(pop: _Pop, rng, profile, found, looped) -> None:
         data.update(before)
 
 
+WRITES = {"remove": 1, "add": 1, "handover": 2, "retitle": 2}  # the writes a loop's body makes to a session it acts on
+
+
+def _shape_collision(pop: _Pop, found, looped) -> None:
+    """Where the loop acts on the session found first, the last session of that collection (the loop's variable when
+    it ends) is listed with the version the found one has after the loop: a rename that sends the loop variable's
+    version instead of the found session's then writes the data read before the loop, and is not refused."""
+    coll = pop.colls[found["type"]]
+    data = coll[_found(pop, found)]
+    me = pop.values.get(looped["me"])
+    acts = _matches(looped["kind"], pop.values[looped["pe"]], data) and me is not None and \
+        _matches("member", me, data) == (looped["body"] in ("remove", "retitle"))
+    if acts and coll[-1] is not data and looped["body"] in WRITES:
+        pop.versions.append((coll[-1], data, WRITES[looped["body"]]))
+
+
 def _shape_ensure(pop: _Pop, rng, profile, type_) -> None:
     coll = pop.colls[type_]
     if profile in ("original", "page+1", "large"):
@@ -1167,6 +1188,9 @@ def _draw_population(d: _Draw, rng: random.Random, profile: str) -> State:
         if key in seen:  # identical data in one collection cannot be stored twice
             r["data"]["description"] += " (second copy)"
         seen.add(key)
+    version = {id(r["data"]): r for r in records}
+    for data, after, offset in pop.versions:
+        version[id(data)]["version"] = version[id(after)]["version"] + offset
     state = State()
     state.declare(Var("src1", SOURCE, values["src1"]))
     for name in d.emails:

@@ -153,3 +153,20 @@ def test_a_helper_parameter_is_not_replaced_by_the_one_value_every_call_passes()
                 if op == "replace_var" and "return email1 in s" in code]
 
     assert inside(once) == [] and inside(twice)
+
+
+def test_a_value_is_not_replaced_by_the_one_its_guard_makes_it_equal():
+    """Inside `if same_person(s['data']['owner'], found1['data']['owner']):`, found1's owner replaced by s's is
+    the same person (equivalent by construction); outside that guard the replacement is a real mutant."""
+    audit = load_script()
+    program = ("def same_person(a, b):\n    return a.lower() == b.lower()\n\n"
+               "found1 = sessions1[0]\nout = []\nfor s in sessions1:\n"
+               "    if same_person(s['data']['owner'], found1['data']['owner']):\n"
+               "        out.append(found1['data']['owner'])\n"
+               "    out.append(found1['data']['title'])\n"
+               "RESULT = [out]\n")
+    task = SimpleNamespace(task_id="session-9995", scenario="session", setup_code="sessions1 = []\n",
+                           reference_program=program)
+    codes = [code for op, code in audit.select(task, per_task=1000, seed=0) if op == "replace_var"]
+    assert not any("out.append(s['data']['owner'])" in c for c in codes)
+    assert any("out.append(s['data']['title'])" in c for c in codes)
