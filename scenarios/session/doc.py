@@ -140,7 +140,8 @@ person, however the address is spelled. The members endpoints compare addresses 
 `Ann.Lee@example.org`). The list, query, fetch and bulk delete endpoints compare strings exactly as stored.
 
 No session lists the same person twice among its members. Titles are compared exactly (case and spaces
-included). A program that writes an address (a new member, a new owner, the owner of a new session) writes it as
+included). The order of the keys of `data` never matters: the service compares data as JSON values (whether two
+sessions hold identical data included), and so does the check of your answer. A program that writes an address (a new member, a new owner, the owner of a new session) writes it as
 the setup block spells it, or, when it takes the address from a session, as that session spells it.
 
 A write the service refuses changes nothing. When the service refuses a write to a session with 409 (the write
