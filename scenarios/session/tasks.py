@@ -442,9 +442,10 @@ def loop(d: _Draw, found: dict | None, allow_delete: bool, chain: bool = False,
                  Call("delete_session", ["s.id", "s.version"], [], lines, {})]
         levers.append("versions")
     elif body == "spread":
-        lines, act, keep, muts_, calls = _spread_body(url, item, pe_code, changed, t, tw)
-        muts += muts_ + [Mutation("static_tally", head + lines, f"{_OWNERS.format(url=url, ind='')}" + head
-                                  + lines.replace(_OWNERS.format(url=url, ind="            "), ""))]
+        lines, act, keep, body_muts, calls = _spread_body(url, item, pe_code, changed, t, tw)
+        # counts read once, before the loop: the owners line moved out of the body to the top of the step
+        static = _OWNERS.format(url=url, ind="") + head + lines.replace(_OWNERS.format(url=url, ind=" " * 12), "")
+        muts += body_muts + [Mutation("static_tally", head + lines, static)]
         levers += ["versions", "aggregates", "feedback"]
     else:  # retitle
         lines, calls, stale = _member_then_update(item, "delete", me, "title",
