@@ -530,18 +530,17 @@ def _spread_body(url: str, item: str, pe_code: str, changed: str, t: str, tw: st
             Mutation("wrong_item", lines, lines.replace(pick, "            new = others[0]\n")),
             Mutation("drop_write", lines, lines.replace(put, ""))]
     fewest = (f"whichever of its other members (its members other than its owner) owns the fewest {t} sessions of "
-              f"`src1` at that moment (counting "
-              f"the handovers before it; of several with as few, the one listed first among its members)")
+              f"`src1` at that moment (counting the handovers before it; of several with as few, the one listed first among its members)")
     act = {"natural": f"hand it over to {fewest}, changing nothing else; a session with no other member stays as it "
                       f"is",
            "steps": f"let `others` be its members that are not its owner (the same person whatever the case), in "
-                    f"order; if there are any, read every page of the {t} sessions of `src1` again (their owners at that moment), let `new` be the "
-                    f"first of `others` who owns the fewest of them (comparing addresses ignoring case), update the "
-                    f"session with its data but `new` as owner, sending its version in `If-Match`, and append `new` "
+                    f"order; if there are any, read every page of the {t} sessions of `src1` again (their owners "
+                    f"at that moment), let `new` be the first of `others` who owns the fewest of them (comparing "
+                    f"addresses ignoring case), update the session with its data but `new` as owner, sending its version in `If-Match`, and append `new` "
                     f"to `{changed}`; a session with no other member is left as it is",
-           "vague": f"pass it to whichever of its other members (those other than its owner) owns the fewest {tw} sessions of `src1` at that point "
-                    f"(after the handovers before it; of several with as few, the one listed first among its "
-                    f"members), nothing else in its data changing; one without another member is left alone"}
+           "vague": f"pass it to whichever of its other members (those other than its owner) owns the fewest {tw} "
+                    f"sessions of `src1` at that point (after the handovers before it; of several with as few, the "
+                    f"one listed first among its members), nothing else in its data changing; one without another member is left alone"}
     keep = {"natural": f"the new owner of each {t} session handed over in that loop, as its members list spells it",
             "steps": f"`{changed}`",
             "vague": f"who each {tw} session passed to in that pass, spelled as its members list has it"}
@@ -765,6 +764,22 @@ def _shape_loop(pop: _Pop, rng, profile, type_, kind, pe, me, body) -> None:
     pop.decoys.append(("other", type_, decoy))
 
 
+def _owner_alias(pop: _Pop, pe: str, rng) -> str:
+    """The owner's address in another case than anywhere else the program names it (the setup block may spell it
+    otherwise): listed among a session's members, it is the owner, not another member."""
+    p = pop.values[pe]
+    spelled = pop.spelled.get(pe, p)
+    return next(v for v in (_variant(p, rng), p.upper(), p.title()) if v not in (p, spelled))
+
+
+def _hold_no_other(data: dict, form: str, alias: str) -> None:
+    """No member but the owner, in a form real stores hold: an empty list, null, no field, or only the owner."""
+    if form == "absent":
+        data.pop("members", None)
+    else:
+        data["members"] = {"empty": [], "null": None, "owner": [alias]}[form]
+
+
 def _shape_offboard(pop: _Pop, rng, profile, type_, pe) -> None:
     """The sessions the owner leaves: some with other members (the owner sometimes listed among them, first and in
     another case, and at least two others, so that which one is first matters), some with none (an empty list,
@@ -780,9 +795,7 @@ def _shape_offboard(pop: _Pop, rng, profile, type_, pe) -> None:
         if all(handed):
             handed[rng.randrange(len(owned) - 1)] = False
     named = set(pop.named().values())
-    # the owner in another case than anywhere else the program names it (the setup block may spell it otherwise)
-    spelled = pop.spelled.get(pe, p)
-    alias = next(v for v in (_variant(p, rng), p.upper(), p.title()) if v not in (p, spelled))
+    alias = _owner_alias(pop, pe, rng)
     # how the sessions with no other member hold that, in order: each form somewhere among the profiles, so that a
     # program that reads `members` as always present, or never null, fails on some input
     forms = {"original": ["owner", "null"], "large": ["null", "absent"], "page": ["absent", "empty"]}.get(profile, [])
@@ -794,11 +807,7 @@ def _shape_offboard(pop: _Pop, rng, profile, type_, pe) -> None:
             owner_too = rng.random() < 0.5 or (k == len(owned) - 1 and profile in ("original", "large"))
             data["members"] = ([alias] if owner_too else []) + others
         else:
-            form = forms.pop(0) if forms else rng.choice(("empty", "null", "absent", "owner"))
-            if form == "absent":
-                data.pop("members", None)
-            else:
-                data["members"] = {"empty": [], "null": None, "owner": [alias]}[form]
+            _hold_no_other(data, forms.pop(0) if forms else rng.choice(("empty", "null", "absent", "owner")), alias)
 
 
 SPREAD_TRIES = 400  # draws of a spread loop's owners and members before one tells every wrong rule apart
@@ -853,8 +862,7 @@ def _shape_spread(pop: _Pop, rng, profile, type_, pe) -> None:
         extra["owner"] = p
         free.remove(extra)
         owned = [x for x in coll if _same(x["owner"], p)]
-    spelled = pop.spelled.get(pe, p)
-    alias = next(v for v in (_variant(p, rng), p.upper(), p.title()) if v not in (p, spelled))
+    alias = _owner_alias(pop, pe, rng)
 
     def spell(q: str) -> str:
         return _variant(q, rng) if rng.random() < 0.35 else q
@@ -869,19 +877,14 @@ def _shape_spread(pop: _Pop, rng, profile, type_, pe) -> None:
             x["owner"] = spell(rng.choice(cands)) if rng.random() < 0.6 else rng.choice(rest)
         for k, data in enumerate(owned):
             if forced and k == 0:
-                form = forced
+                _hold_no_other(data, forced, alias)
             elif k == len(owned) - 1 or (hard and k == len(owned) - 2) or rng.random() < 0.7:
                 ms = [spell(q) for q in rng.sample(cands, rng.randint(2 if hard else 1, len(cands)))]
                 if rng.random() < 0.3:  # the owner listed too, in another case: not one of the other members
                     ms.insert(rng.randrange(len(ms) + 1), alias)
                 data["members"] = ms
-                continue
             else:  # no other member: an empty list, null, no field, or only the owner
-                form = rng.choice(("empty", "null", "absent", "owner"))
-            if form == "absent":
-                data.pop("members", None)
-            else:
-                data["members"] = {"empty": [], "null": None, "owner": [alias]}[form]
+                _hold_no_other(data, rng.choice(("empty", "null", "absent", "owner")), alias)
         if not hard:
             return
         right = _spread(coll, p)
