@@ -524,7 +524,9 @@ def _killed(sandbox, drafts: list, plans: list, cases: dict, desc: str) -> set:
     jobs = []
     for keys in groups.values():
         scenario, case = drafts[keys[0][0]].scenario, cases[keys[0]]
-        if BATCHES and len(keys) > 1 and get_scenario(scenario).shared_runs:
+        # A frontier program's objects (a model, an optimizer) are not copied between runs: each runs alone.
+        shared = get_scenario(scenario).shared_runs and getattr(drafts[keys[0][0]].program, "tier", "") != "frontier"
+        if BATCHES and len(keys) > 1 and shared:
             jobs.append(Job(("shared", tuple(keys)), scenario, _driver([plans[k[0]][k[1]].code for k in keys]), case,
                             record=False))
         else:

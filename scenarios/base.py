@@ -427,12 +427,15 @@ def canonical_json(data: Any) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def compare_plain(expected: Any, actual: Any, leaf_compare, path: str = "RESULT") -> str | None:
+def compare_plain(expected: Any, actual: Any, leaf_compare, path: str = "RESULT", close=None) -> str | None:
     """Compare two canonical values; return None when equal, else a one-line reason naming where they differ.
 
     `leaf_compare(expected, actual, path)` handles scenario-tagged dicts (e.g. tensors) and returns a reason,
-    None when equal, or NotImplemented when the dict is not one of its tags.
+    None when equal, or NotImplemented when the dict is not one of its tags. `close(expected, actual)`, when given,
+    decides whether two numbers of which one is a float are equal (a scenario's tolerance).
     """
+    if close is not None and _is_number(expected) and _is_number(actual) and float in (type(expected), type(actual)):
+        return None if close(expected, actual) else f"{path}: expected {_short(expected)}, got {_short(actual)}"
     if isinstance(expected, dict) and isinstance(actual, dict):
         verdict = leaf_compare(expected, actual, path)
         if verdict is not NotImplemented:
@@ -442,7 +445,7 @@ def compare_plain(expected: Any, actual: Any, leaf_compare, path: str = "RESULT"
             extra = sorted(set(actual) - set(expected))
             return f"{path}: keys differ (missing {missing}, unexpected {extra})"
         for k in expected:
-            reason = compare_plain(expected[k], actual[k], leaf_compare, f"{path}[{k!r}]")
+            reason = compare_plain(expected[k], actual[k], leaf_compare, f"{path}[{k!r}]", close)
             if reason:
                 return reason
         return None
@@ -450,7 +453,7 @@ def compare_plain(expected: Any, actual: Any, leaf_compare, path: str = "RESULT"
         if len(expected) != len(actual):
             return f"{path}: expected {len(expected)} items, got {len(actual)}"
         for i, (e, a) in enumerate(zip(expected, actual)):
-            reason = compare_plain(e, a, leaf_compare, f"{path}[{i}]")
+            reason = compare_plain(e, a, leaf_compare, f"{path}[{i}]", close)
             if reason:
                 return reason
         return None

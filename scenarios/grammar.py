@@ -56,6 +56,13 @@ OPERATORS = {
     "refused_write": "counts a write that the service refused (409) as done",
     "static_tally": "decides on a quantity read once, before its own writes moved it, where the task asks for it as it "
                     "stands at each decision",
+    # the state hazards of PyTorch (the tensor scenario's frontier tier)
+    "no_zero_grad": "does not clear gradients between backward passes (they accumulate)",
+    "wrong_mode": "runs a forward pass in the other mode (training for evaluation, or evaluation for training)",
+    "no_restore": "leaves a mode it switched to (evaluation) without switching back",
+    "no_no_grad": "changes a parameter in place where autograd records it (outside torch.no_grad())",
+    "no_clone": "keeps a view where a copy is asked for, or changes a copy where the change must reach the original",
+    "step_order": "calls the optimizer's step (or clips) before the gradients it should use exist",
 }
 MUST_KILL = frozenset(OPERATORS)
 

@@ -41,8 +41,9 @@ PAPER_OPERATORS = ("delete_stmt", "swap_api", "change_literal", "swap_args", "re
                    "negate_cond", "swap_compare", "drop_result", "swap_result")
 # The frontier tier's programs loop, page and pick (docs/tasks.md, "The frontier tier"): its slips, written here over the
 # syntax alone: a loop cut after its first pass (the first page, the first match), a loop over all but the last
-# item (a bound off by one), an extreme of the other kind, a tie broken the other way.
-FRONTIER_OPERATORS = ("loop_once", "loop_bound", "swap_extreme", "swap_tiebreak")
+# item (a bound off by one), an extreme of the other kind, a tie broken the other way; and over stateful PyTorch, a
+# copy that is not taken (`.clone()` left out: a view that follows later changes).
+FRONTIER_OPERATORS = ("loop_once", "loop_bound", "swap_extreme", "swap_tiebreak", "drop_clone")
 OPERATORS = PAPER_OPERATORS + FRONTIER_OPERATORS
 
 # Plausible confusions per scenario: an API, and what a wrong answer might call in its place with the same arguments.
@@ -51,6 +52,9 @@ SWAPS = {
                "F.linear": ["torch.matmul"], "F.conv2d": ["F.conv_transpose2d"]},
     "session": {"requests.get": ["requests.delete"], "requests.delete": ["requests.get"],
                 "requests.post": ["requests.put"], "requests.put": ["requests.post"]},
+    # stateful PyTorch: the other mode, a neighbouring loss, autograd left on where it must be off
+    "tensor-frontier": {"model.train": ["model.eval"], "model.eval": ["model.train"], "F.mse_loss": ["F.l1_loss"],
+                        "F.cross_entropy": ["F.nll_loss"], "torch.no_grad": ["torch.enable_grad"]},
     "voice": {"text_to_speech": ["speech_to_speech"], "speech_to_speech": ["text_to_speech", "isolate_audio"],
               "isolate_audio": ["speech_to_speech", "speech_to_text"], "speech_to_text": ["isolate_audio"]},
 }
@@ -248,6 +252,8 @@ class Mutator:
     def calls(self, call: ast.Call):
         name = ast.unparse(call.func)
         keywords = {k.arg for k in call.keywords}
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "clone" and not call.args:
+            yield self.make("drop_clone", call, view_instead)
         for alt in SWAPS.get(self.scenario, {}).get(name, []):
             npos, kws = SIGNATURES.get(alt, (len(call.args), keywords))
             if len(call.args) <= npos and keywords <= kws:
@@ -275,6 +281,12 @@ class Mutator:
         keyword = parent.arg if isinstance(parent, ast.keyword) else None
         for value in literal_values(self.scenario, const.value, keyword, isinstance(parent, ast.JoinedStr)):
             yield self.make("change_literal", const, lambda n, v=value: setattr(n, "value", v))
+
+
+def view_instead(call: ast.Call) -> None:
+    """`t.clone()` becomes `t.view_as(t)`: the same values, sharing `t`'s storage (as if the copy were left out)."""
+    call.args = [copy.deepcopy(call.func.value)]
+    call.func.attr = "view_as"
 
 
 def flip_order(seq: ast.expr) -> ast.expr:

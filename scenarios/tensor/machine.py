@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import random
 from pathlib import Path
 
 import numpy as np
 
-from scenarios.base import API, Asset, Call, Condition, Scenario, State, Var, join_names, setup_block
+from scenarios.base import API, Asset, Call, Condition, Scenario, State, Var, compare_plain, join_names, setup_block
 
 MAX_DIM = 6  # largest size of any dimension of any tensor
 MAX_BATCH = 2
@@ -24,6 +25,7 @@ RTOL = 1e-4  # the tolerance stated in the API documentation
 ATOL = 1e-4
 
 TENSOR, WEIGHT = "tensor", "weight"
+DOCS = {"paper": "api_doc.md", "frontier": "api_doc_frontier.md"}
 ORDINALS = ("first", "second", "third")
 
 
@@ -408,6 +410,10 @@ class TensorScenario(Scenario):
         return twin
 
     def setup_code(self, state, constants):
+        if state.extra.get("frontier"):  # a frontier population (`scenarios/tensor/tasks.py`)
+            from scenarios.tensor.tasks import setup_lines
+
+            return setup_block(setup_lines(state), constants)
         lines = ["import torch", "import torch.nn.functional as F", ""]
         for name in state.inits:
             lines.append(f'{name} = load_tensor("{name}")  # {DTYPE}, shape {tuple(state.vars[name].value)}')
@@ -424,16 +430,47 @@ class TensorScenario(Scenario):
             text += f" and the parameters {join_names(weights)}"
         return text + "."
 
-    def api_doc(self):
-        return (Path(__file__).with_name("api_doc.md")).read_text()
+    def api_doc(self, tier: str = "paper"):
+        return (Path(__file__).with_name(DOCS[tier])).read_text()
 
     def tool_specs(self, tier="paper"):
-        from scenarios.tensor.doc import tool_specs
+        from scenarios.tensor.doc import frontier_tool_specs, tool_specs
 
-        return tool_specs()
+        return frontier_tool_specs() if tier == "frontier" else tool_specs()
+
+    def task_tier(self, task):
+        """"frontier" when its test cases store a model (`scenarios/tensor/tasks.py`)."""
+        return "frontier" if any(a["kind"] == "module" for a in task.test_cases[0].assets) else "paper"
+
+    def frontier_plan(self, rng):
+        """One program of the frontier tier: stateful PyTorch (`scenarios/tensor/tasks.py`)."""
+        from scenarios.tensor.tasks import plan
+
+        return plan(self, rng)
 
     def scratch_assets(self, assets, rng):
-        return [_random_asset(a["name"], tuple(json.loads(a["meta"])["shape"]), rng).to_record() for a in assets]
+        """Fresh values of the same names and schema; a frontier model keeps its architecture and draws new
+        parameters, and class indices stay below the number of classes."""
+        out = []
+        for a in assets:
+            meta = json.loads(a["meta"])
+            if a["kind"] == "tensor" and meta["dtype"] == "int64":
+                values = np.random.default_rng(rng.getrandbits(64)).integers(0, int(max(np.frombuffer(a["data"], "<i8"))) + 1,
+                                                                             size=meta["shape"]).astype("<i8")
+                out.append(Asset(a["name"], "tensor", meta, values.tobytes()).to_record())
+            elif a["kind"] in ("tensor", "module"):
+                count = len(a["data"]) // 4
+                values = np.random.default_rng(rng.getrandbits(64)).standard_normal(count).astype("<f4") * 0.3
+                out.append(Asset(a["name"], a["kind"], meta, values.tobytes()).to_record())
+            else:
+                out.append(dict(a))
+        return out
+
+    def compare_result(self, expected, actual):
+        return compare_plain(expected, actual, self.leaf_compare, "RESULT", close=_close)
+
+    def compare_state(self, expected, actual):
+        return compare_plain(expected, actual, self.leaf_compare, "state", close=_close)
 
     def leaf_compare(self, expected, actual, path):
         if "__tensor__" not in expected:
@@ -443,3 +480,8 @@ class TensorScenario(Scenario):
         from scenarios.tensor.compare import compare_tensors
 
         return compare_tensors(expected["__tensor__"], actual["__tensor__"], path, RTOL, ATOL)
+
+
+def _close(expected: float, actual: float) -> bool:
+    """Floats a program computes (a loss, a norm) agree within the documented tolerance."""
+    return math.isclose(expected, actual, rel_tol=RTOL, abs_tol=ATOL)

@@ -12,30 +12,57 @@ import torch.nn.functional as F
 
 from scenarios.base import World, canonicalize
 from scenarios.calling import Tools, Tracer
-from scenarios.tensor.doc import OPERATIONS, tool_specs
+from scenarios.tensor import stateful
+from scenarios.tensor.doc import OPERATIONS, frontier_tool_specs, tool_specs
 
 # dtypes numpy cannot hold are widened for storage; the tag keeps the real dtype, so a bfloat16 RESULT never
 # compares equal to a float32 one.
 _STORAGE = {torch.bfloat16: torch.float32, torch.float16: torch.float16}
 
 
+def is_frontier(case: dict) -> bool:
+    """Whether a test case is the frontier tier's: it stores a model (`scenarios.tensor.stateful`)."""
+    return any(a["kind"] == "module" for a in case["assets"])
+
+
 class TensorWorld(World):
     def __init__(self) -> None:
         # One thread per test case: workers run side by side, and a fixed thread count keeps results stable.
         torch.set_num_threads(1)
+        self.objects: stateful.Objects | None = None  # a frontier case's loaded objects (in the child)
+        self.warm = False  # whether the stateful API has been used once in this worker
+
+    def reset(self, case: dict) -> None:
+        """In the worker, before the fork: the first frontier case warms the stateful API up (`stateful.warm_up`)."""
+        if not self.warm and is_frontier(case):
+            stateful.warm_up()
+            self.warm = True
 
     def namespace(self, case: dict) -> dict:
         assets = {a["name"]: a for a in case["assets"]}
 
         def load_tensor(name: str) -> torch.Tensor:
-            if name not in assets:
-                raise KeyError(f"no stored tensor named {name!r}; stored: {sorted(assets)}")
+            if name not in assets or assets[name]["kind"] != "tensor":
+                raise KeyError(f"no stored tensor named {name!r}; stored: "
+                               f"{sorted(n for n, a in assets.items() if a['kind'] == 'tensor')}")
             a = assets[name]
             meta = a["meta"]
             flat = torch.frombuffer(bytearray(a["data"]), dtype=getattr(torch, meta["dtype"]))
-            return flat.reshape(meta["shape"]).clone()
+            tensor = flat.reshape(meta["shape"]).clone()
+            return tensor if self.objects is None else self.objects.keep(name, tensor)
 
-        return {"load_tensor": load_tensor}
+        if not is_frontier(case):
+            self.objects = None
+            return {"load_tensor": load_tensor}
+        self.objects = objects = stateful.Objects(assets)
+        return {"load_tensor": load_tensor, "load_model": objects.load_model,
+                "load_optimizer": objects.load_optimizer, "load_scheduler": objects.load_scheduler}
+
+    def recorded(self, namespace: dict):
+        """A frontier case's side effects: everything its loaded objects hold (`stateful.Objects.state`)."""
+        if self.objects is None:
+            return None
+        return self.objects.state(self.canonical_leaf)
 
     def trace_value(self, obj):
         """A tensor as its dtype, shape and a digest of its bytes: a trace compares values exactly and never needs
@@ -43,6 +70,9 @@ class TensorWorld(World):
         return canonicalize(obj, self._trace_leaf)
 
     def _trace_leaf(self, obj):
+        named = stateful.object_leaf(self.objects, obj)
+        if named is not NotImplemented:
+            return named
         if isinstance(obj, torch.Tensor):
             t = obj.detach().cpu().resolve_conj().resolve_neg().contiguous()
             data = t.reshape(-1).view(torch.uint8).numpy().tobytes()
@@ -51,7 +81,7 @@ class TensorWorld(World):
         return self.canonical_leaf(obj)
 
     def record_calls(self, namespace: dict, recorder) -> None:
-        _install()  # once per child (see TRACED below): the programs of a batch share the wrappers
+        _install(self.objects is not None)  # once per child (see TRACED below): a batch's programs share the wrappers
         _Current.recorder = recorder
 
     def canonical_leaf(self, obj):
@@ -70,9 +100,24 @@ class TensorWorld(World):
     # ---- tool calling (`--mode tools`)
 
     def tools(self) -> Tools:
-        return Tools({s.name: s for s in tool_specs()}, self._call, self.describe)
+        """The paper tier's six operations, or on a frontier case the stateful subset (`doc.FRONTIER_TOOLS`): which
+        one is known once the case's setup has run (this is asked before), so each call decides."""
+        specs = {s.name: s for s in (*tool_specs(), *frontier_tool_specs())}
+        return Tools(specs, self._call_any, self._describe_any)
+
+    def _call_any(self, namespace: dict, name: str, arguments: dict):
+        if self.objects is None:
+            return self._call(namespace, name, arguments)
+        if name not in stateful.TOOL_FUNCTIONS:
+            raise ValueError(f"unknown tool {name!r} on this tier")
+        return stateful.call_tool(name, arguments)
+
+    def _describe_any(self, value):
+        return self.describe(value) if self.objects is None else stateful.describe(value, self.plain)
 
     def _call(self, namespace: dict, name: str, arguments: dict):
+        if name not in _OPERATIONS:
+            raise ValueError(f"unknown tool {name!r} on this tier")
         op = _OPERATIONS[name]
         for param in op.handles:
             values = arguments.get(param)
@@ -92,6 +137,9 @@ class TensorWorld(World):
         return canonicalize(value, leaf)
 
     def trace_as_tools(self, namespace: dict, tracer: Tracer) -> None:
+        if self.objects is not None:
+            stateful.trace_as_tools(self.objects, tracer, {s.name: s for s in frontier_tool_specs()})
+            return
         for op in OPERATIONS:
             module, attr = _module_of(op)
             setattr(module, attr, tracer.wrap(op.spec(), getattr(module, attr), _signature(op)))
@@ -188,20 +236,25 @@ class _Current:
     recorder = None  # the recorder of the program running in this child
 
 
-def _traced(fn, api: str, arguments):
+def _traced(fn, api: str, arguments, options=OPTIONS):
     @functools.wraps(fn)
     def traced(*args, **kwargs):
         recorder = _Current.recorder
         if recorder is None or not recorder.recording:
             return fn(*args, **kwargs)
-        return recorder.run(api, lambda: arguments(*args, **kwargs), lambda: fn(*args, **kwargs), OPTIONS)
+        return recorder.run(api, lambda: arguments(*args, **kwargs), lambda: fn(*args, **kwargs), options)
 
     traced.__stateeval_traced__ = True
     return traced
 
 
-def _install() -> None:
+def _install(frontier: bool = False) -> None:
     for owner, attr, api, arguments in TRACED:
         fn = getattr(owner, attr)
         if not getattr(fn, "__stateeval_traced__", False):
             setattr(owner, attr, _traced(fn, api, arguments))
+    if frontier:  # the stateful API of the frontier tier (modules, losses, optimizers), with its own options
+        for owner, attr, api, arguments in stateful.traced_api():
+            fn = getattr(owner, attr)
+            if not getattr(fn, "__stateeval_traced__", False):
+                setattr(owner, attr, _traced(fn, api, arguments, stateful.STATEFUL_OPTIONS))

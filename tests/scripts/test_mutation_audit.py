@@ -92,7 +92,7 @@ def test_frontier_programs_get_the_frontier_operators_inside_loops_and_helpers()
     by_op = {}
     for op, code in chosen:
         by_op.setdefault(op, []).append(code)
-    assert set(audit.FRONTIER_OPERATORS) <= set(by_op)
+    assert set(audit.FRONTIER_OPERATORS) - {"drop_clone"} <= set(by_op)  # a session program copies no tensor
     assert any("min(every_session(group_url)" in c for c in by_op["swap_extreme"])
     assert any("every_session(group_url)[::-1]" in c for c in by_op["swap_tiebreak"])
     assert any("for s in every_session(group_url)[:-1]:" in c for c in by_op["loop_bound"])
@@ -170,3 +170,36 @@ def test_a_value_is_not_replaced_by_the_one_its_guard_makes_it_equal():
     codes = [code for op, code in audit.select(task, per_task=1000, seed=0) if op == "replace_var"]
     assert not any("out.append(s['data']['owner'])" in c for c in codes)
     assert any("out.append(s['data']['title'])" in c for c in codes)
+
+
+TENSOR_FRONTIER = """\
+before1 = {name: p.detach().clone() for name, p in model.named_parameters()}
+model.train()
+for _ in range(2):
+    opt.zero_grad()
+    loss1 = F.mse_loss(model(x), y)
+    loss1.backward()
+    opt.step()
+model.eval()
+with torch.no_grad():
+    pred1 = model(x)
+model.train()
+moved1 = {name: (p.detach() - before1[name]).norm().item() for name, p in model.named_parameters()}
+RESULT = [pred1, max(moved1, key=moved1.get)]
+"""
+
+
+def test_stateful_pytorch_programs_get_their_own_slips():
+    """A copy left out (a view that follows the optimizer's steps), the other mode, a neighbouring loss, autograd
+    on where the program turns it off; and a dropped zero_grad is a deletion."""
+    audit = load_script()
+    task = SimpleNamespace(task_id="tensor-9999", scenario="tensor", setup_code="model = load_model('model')\n",
+                           reference_program=TENSOR_FRONTIER)
+    by_op = {}
+    for op, code in audit.select(task, per_task=1000, seed=0):
+        by_op.setdefault(op, []).append(code)
+    assert any("p.detach().view_as(p.detach())" in c for c in by_op["drop_clone"])
+    swaps = by_op["swap_api"]
+    for changed in ("model.eval()\nfor _ in range(2)", "F.l1_loss(model(x), y)", "with torch.enable_grad():"):
+        assert any(changed in c for c in swaps), changed
+    assert any("opt.zero_grad()" not in c for c in by_op["delete_stmt"])
