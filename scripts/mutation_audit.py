@@ -62,7 +62,10 @@ SWAPS = {
 SIGNATURES = {"torch.matmul": (2, set()), "isolate_audio": (1, set()), "speech_to_text": (1, {"diarize"}),
               "speech_to_speech": (1, {"voice_name"})}
 TRANSPOSE = "torch.transpose"  # its two dims are symmetric (swapping them is equivalent); other pairs are confusions
-SYMMETRIC = {"same_person"}  # functions whose two arguments trade places with no change (equivalent by construction)
+# functions whose two arguments trade places with no change (equivalent by construction): the same person, and a
+# squared error (its gradient with respect to the model's output is the same either way round)
+SYMMETRIC = {"same_person", "F.mse_loss"}
+AUTOGRAD_OFF = "torch.no_grad"  # turned on again only where the block changes a tensor in place (elsewhere: values)
 # Values a keyword argument can take instead of its own (the call's documented options).
 KEYWORD_OPTIONS = {"padding": (0, 1, "same", "valid"), "stride": (1, 2), "dilation": (1, 2), "dim": (0, 1, 2, 3)}
 SAME_OPTION = {"padding": {0, "valid"}}  # conv2d's padding=0 is padding='valid': equivalent by construction
@@ -255,6 +258,8 @@ class Mutator:
         if isinstance(call.func, ast.Attribute) and call.func.attr == "clone" and not call.args:
             yield self.make("drop_clone", call, view_instead)
         for alt in SWAPS.get(self.scenario, {}).get(name, []):
+            if name == AUTOGRAD_OFF and not self.changes_in_place(call):
+                continue  # a forward pass with autograd on computes the same values: equivalent by construction
             npos, kws = SIGNATURES.get(alt, (len(call.args), keywords))
             if len(call.args) <= npos and keywords <= kws:
                 yield self.make("swap_api", call, lambda n, a=alt: setattr(n, "func", ast.parse(a, mode="eval").body))
@@ -273,6 +278,13 @@ class Mutator:
                     if name == TRANSPOSE and owner is call and (i, j) == (1, 2):
                         continue  # transpose(x, a, b) is transpose(x, b, a): equivalent by construction
                     yield self.make("swap_args", owner, lambda n, f=field, i=i, j=j: swap(getattr(n, f), i, j))
+
+    def changes_in_place(self, call: ast.Call) -> bool:
+        """Whether the `with` block that `call` opens calls a tensor's in-place method (`mul_`, `clamp_`, ...)."""
+        block = self.parent.get(id(self.parent.get(id(call))))
+        return isinstance(block, ast.With) and any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr.endswith("_")
+            and not n.func.attr.startswith("_") for stmt in block.body for n in ast.walk(stmt))
 
     def literals(self, const: ast.Constant, parents: dict):
         parent = parents.get(id(const))

@@ -296,8 +296,7 @@ def train(d: _Draw) -> Step:
         sched_text = ", then advances `sched` once"
         sched_steps = ", then `sched.step()`"
         sched_vague = ", the schedule advancing once per step"
-    code = (f"model.train()\n"
-            f"losses1 = []\n"
+    code = (f"losses1 = []\n"
             f"for _ in range({k}):\n"
             f"    opt.zero_grad()\n"
             f"    loss1 = {loss_fn}(model(x), y)\n"
@@ -308,7 +307,7 @@ def train(d: _Draw) -> Step:
                          f"(mean over the batch): each step clears the gradients with `opt.zero_grad()`, runs one "
                          f"forward pass, backpropagates the loss{extra_text}, steps `opt`{sched_text}, and notes the "
                          f"loss as a Python float."],
-             "steps": [f"Call `model.train()`; then {k} times: `opt.zero_grad()`, `loss1 = {loss_fn}(model(x), y)`, "
+             "steps": [f"With `model` in training mode (as it is), {k} times: `opt.zero_grad()`, `loss1 = {loss_fn}(model(x), y)`, "
                        f"`loss1.backward()`{extra_steps}, `opt.step()`{sched_steps}, and append `loss1.item()` to a "
                        f"list `losses1`."],
              "vague": [f"Run {k} training steps of `model` on (`x`, `y`) minimising the {loss_text}, one forward "
@@ -319,7 +318,7 @@ def train(d: _Draw) -> Step:
     if clip is not None:
         facts.append(("value", "train: the clipping norm", (f"norm to {clip}", f"norm of {clip}", f"`torch.nn.utils.clip_grad_norm_(model.parameters(), {clip})`")))
     muts = [Mutation("no_zero_grad", "    opt.zero_grad()\n", ""),
-            Mutation("wrong_mode", "model.train()\nlosses1", "model.eval()\nlosses1"),
+            Mutation("wrong_mode", "losses1 = []\n", "model.eval()\nlosses1 = []\n"),
             Mutation("step_order", "    loss1.backward()\n" + extra + "    opt.step()\n",
                      "    opt.step()\n    loss1.backward()\n" + extra)]
     if extra:  # clipping after the step it should bound, and no clipping at all
