@@ -175,6 +175,10 @@ class Tracer:
         self.plain = plain
         self.calls: list[dict] = []
 
+    def name_of(self, value: Any) -> str | None:
+        """The handle that holds this very object (or a list item of one), if any."""
+        return self._name_of(value)
+
     def _name_of(self, value: Any) -> str | None:
         for name, held in self.handles.items():
             if held is value:

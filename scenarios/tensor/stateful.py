@@ -303,7 +303,7 @@ def trace_as_tools(objects: Objects, tracer, specs: dict) -> None:
     that is no handle yet (a layer's weight found by a loop, a slice of `x`) is first reached by the tool that
     names it (`get_parameter`, `get_submodule`, `rows`), so that the replay changes the same object."""
     def handle(value):
-        if tracer._name_of(value) is not None:
+        if tracer.name_of(value) is not None:
             return value
         for name, obj in objects.by_name.items():
             if isinstance(obj, nn.Module):
@@ -317,15 +317,15 @@ def trace_as_tools(objects: Objects, tracer, specs: dict) -> None:
                         return value
         return value
 
-    def wrap(owner, attr, tool, arguments):
+    def wrap(owner, attr, tool, arguments, prepare=None):
         fn = getattr(owner, attr)
 
         @functools.wraps(fn)
         def traced(*args, **kwargs):
-            if _Depth.inside:
-                return fn(*args, **kwargs)
-            named = arguments(*args, **kwargs)
-            if named is None:  # not a call of the tier's API (a method on something else)
+            if prepare is not None:  # arguments read twice (a generator of parameters) are read once, here
+                args, kwargs = prepare(*args, **kwargs)
+            named = None if _Depth.inside else arguments(*args, **kwargs)
+            if named is None:  # inside another traced call, or not a call of the tier's API
                 return fn(*args, **kwargs)
             _Depth.inside += 1
             try:
@@ -358,25 +358,10 @@ def trace_as_tools(objects: Objects, tracer, specs: dict) -> None:
         if isinstance(obj, torch.optim.Optimizer) and "step" in vars(obj):
             wrap(obj, "step", "optimizer_step", lambda *a, opt=obj, **k: {"optimizer": opt})
 
-    def clip(parameters, max_norm, *a, **k):
-        params = list(parameters)
-        return {"module": model_of(params), "max_norm": float(max_norm)}, params
-
-    fn = torch.nn.utils.clip_grad_norm_
-
-    def clipped(parameters, max_norm, *a, **k):
-        named, params = clip(parameters, max_norm)
-        if _Depth.inside or named["module"] is None:
-            return fn(params, max_norm, *a, **k)
-        _Depth.inside += 1
-        try:
-            result = fn(params, max_norm, *a, **k)
-        finally:
-            _Depth.inside -= 1
-        tracer.record(specs["clip_grad_norm"], named, float(result))
-        return result
-
-    torch.nn.utils.clip_grad_norm_ = clipped
+    wrap(torch.nn.utils, "clip_grad_norm_", "clip_grad_norm",
+         lambda params, max_norm, *a, **k: None if model_of(params) is None else {"module": model_of(params),
+                                                                                "max_norm": float(max_norm)},
+         prepare=lambda parameters, *a, **k: ((list(parameters), *a), k))
     wrap(nn.Module, "get_parameter", "get_parameter", lambda self, target: {"module": self, "name": target})
     wrap(nn.Module, "requires_grad_", "requires_grad_",
          lambda self, requires_grad=True: {"target": self, "requires_grad": bool(requires_grad)})
@@ -387,7 +372,7 @@ def trace_as_tools(objects: Objects, tracer, specs: dict) -> None:
     wrap(torch.Tensor, "argmax", "argmax", lambda self, dim=None, **_: {"tensor": self, "dim": dim})
 
     def rows(self, key):
-        if isinstance(key, slice) and key.step is None and tracer._name_of(self) is not None:
+        if isinstance(key, slice) and key.step is None and tracer.name_of(self) is not None:
             return {"tensor": self, "start": key.start or 0, "stop": self.shape[0] if key.stop is None else key.stop}
         return None
 

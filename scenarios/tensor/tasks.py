@@ -343,31 +343,29 @@ def lookup(d: _Draw) -> Step:
     factor = rng.choice((0.5, 0.25, 2.0))
     # Only the largest: the smallest is often a Linear bias that BatchNorm follows, whose gradient is rounding
     # noise around zero (the batch mean cancels it), so which parameter it is would depend on that noise.
-    fn, other = "max", "min"
     line = "top1 = max(norms1, key=norms1.get)\n"
     code = ("norms1 = {name: p.grad.norm().item() for name, p in model.named_parameters() if p.grad is not None}\n"
             + line +
             "with torch.no_grad():\n"
             f"    model.get_parameter(top1).mul_({factor})\n")
-    amount = "largest"
-    texts = {"natural": [f"Then find the parameter of `model` whose gradient (its `.grad` as training left it) has "
-                         f"the {amount} L2 norm (of those that have a gradient), and multiply that parameter by "
-                         f"{factor} in place without autograd recording it."],
+    texts = {"natural": ["Then find the parameter of `model` whose gradient (its `.grad` as training left it) has "
+                         "the largest L2 norm (of those that have a gradient: there is always one), and multiply that "
+                         f"parameter by {factor} in place without autograd recording it."],
              "steps": ["Let `norms1` map each name of `model.named_parameters()` whose `p.grad` is not None to "
                        "`p.grad.norm().item()`.",
-                       f"Let `top1` be the name with the {amount} norm; inside `torch.no_grad()`, multiply "
+                       "Let `top1` be the name with the largest norm; inside `torch.no_grad()`, multiply "
                        f"`model.get_parameter(top1)` in place by {factor} (`mul_`)."],
-             "vague": [f"Find which parameter currently has the {amount} gradient norm (ignoring parameters without "
-                       f"a gradient) and scale that parameter itself (not its gradient) by {factor}, outside "
-                       f"autograd."]}
-    facts = [("value", "lookup: the aggregate", (f"{amount}",)), ("value", "lookup: the factor", (f"{factor}",))]
+             "vague": ["Find which parameter currently has the largest gradient norm (ignoring parameters without a "
+                       "gradient; at least one always has one) and scale that parameter itself (not its gradient) by "
+                       f"{factor}, outside autograd."]}
+    facts = [("value", "lookup: the aggregate", ("largest",)), ("value", "lookup: the factor", (f"{factor}",))]
     muts = [Mutation("null_field", " if p.grad is not None}", "}"),
-            Mutation("aggregate", line, line.replace(f"{fn}(", f"{other}(")),
+            Mutation("aggregate", line, line.replace("max(", "min(")),
             Mutation("no_no_grad", "with torch.no_grad():\n    model.get_parameter",
                      "if True:\n    model.get_parameter"),
             Mutation("drop_write", f"    model.get_parameter(top1).mul_({factor})\n", "    pass\n")]
-    results = [Result("top1", {"natural": f"the name of the parameter with the {amount} gradient norm",
-                               "steps": "`top1`", "vague": f"the name of the parameter with the {amount} gradient"})]
+    results = [Result("top1", {"natural": "the name of the parameter with the largest gradient norm",
+                               "steps": "`top1`", "vague": "the name of the parameter with the largest gradient"})]
     calls = [Call("module.named_parameters", ["model", "grads"], ["top1"], code, {}),
              Call("tensor.mul_", ["top1", "model.params"], ["model.params"], code, {})]
     d.needs.append(("frozen", lambda a: bool(a["frozen"])))
@@ -386,7 +384,8 @@ def evaluate(d: _Draw) -> Step:
                          f"put `model` back in training mode."],
              "steps": [f"Call `model.eval()`, set `pred1 = {pred}` inside `torch.no_grad()`, then call "
                        f"`model.train()`."],
-             "vague": [f"Get the {what} on `x` for inference{cls}, leaving `model` in training mode afterwards."]}
+             "vague": [f"Get the {what} on `x` for inference{cls}, in evaluation mode and without tracking "
+                       f"gradients, leaving `model` in training mode afterwards."]}
     muts = [Mutation("wrong_mode", "model.eval()\nwith", "with"),
             Mutation("no_restore", "    pred1 = " + pred + "\nmodel.train()\n", "    pred1 = " + pred + "\n")]
     results = [Result("pred1", {"natural": f"the {what}", "steps": "`pred1`", "vague": f"the {what}"})]
