@@ -234,9 +234,10 @@ def layers(d: _Draw) -> Step:
         facts = [("value", "layers: the clamp range", (f"[-{c}, {c}]",))]
     else:
         act = "        m.requires_grad_(False)\n"
-        does = {"natural": "freeze it (its weight and its bias, where it has one, stop requiring gradients)",
+        does = {"natural": "freeze it (its weight and its bias, where it has one, stop requiring gradients; the "
+                           "model always keeps some trainable parameter)",
                 "steps": "call `m.requires_grad_(False)`",
-                "vague": "freeze its parameters"}
+                "vague": "freeze its parameters (some parameter of the model always stays trainable)"}
         muts = [Mutation("drop_write", act, "        pass\n"),
                 Mutation("wrong_item", act, "        m.weight.requires_grad_(False)\n")]
         facts = []
@@ -312,7 +313,7 @@ def train(d: _Draw) -> Step:
                        f"list `losses1`."],
              "vague": [f"Run {k} training steps of `model` on (`x`, `y`) minimising the {loss_text}, one forward "
                        f"pass per step, gradients cleared before each{extra_vague}{sched_vague}, recording each "
-                       f"step's loss."]}
+                       f"step's loss (that of its forward pass, as a float)."]}
     facts = [("value", "train: the number of steps", (f"{k} steps", f"{k} times", f"{k} training steps")),
              ("value", "train: the loss", (loss_text, f"`loss1 = {loss_fn}(model(x), y)`"))]
     if clip is not None:
@@ -355,9 +356,9 @@ def lookup(d: _Draw) -> Step:
                        "`p.grad.norm().item()`.",
                        "Let `top1` be the name with the largest norm; inside `torch.no_grad()`, multiply "
                        f"`model.get_parameter(top1)` in place by {factor} (`mul_`)."],
-             "vague": ["Find which parameter currently has the largest gradient norm (ignoring parameters without a "
-                       "gradient; at least one always has one) and scale that parameter itself (not its gradient) by "
-                       f"{factor}, outside autograd."]}
+             "vague": ["Find which parameter has the largest gradient norm, with the gradients as training left "
+                       "them (after any clipping) and ignoring parameters without one (at least one has one), and "
+                       f"scale that parameter itself (not its gradient) by {factor}, outside autograd."]}
     facts = [("value", "lookup: the aggregate", ("largest",)), ("value", "lookup: the factor", (f"{factor}",))]
     muts = [Mutation("null_field", " if p.grad is not None}", "}"),
             Mutation("aggregate", line, line.replace("max(", "min(")),
@@ -379,7 +380,7 @@ def evaluate(d: _Draw) -> Step:
             "with torch.no_grad():\n"
             f"    pred1 = {pred}\n"
             "model.train()\n")
-    cls = " (the index of the largest output of each row)" if d.loss == "ce" else ""
+    cls = " (the index of the largest output of each row, as an int64 tensor)" if d.loss == "ce" else ""
     texts = {"natural": [f"Then compute the {what}{cls} for `x` in evaluation mode without tracking gradients, and "
                          f"put `model` back in training mode."],
              "steps": [f"Call `model.eval()`, set `pred1 = {pred}` inside `torch.no_grad()`, then call "
