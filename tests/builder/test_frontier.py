@@ -24,6 +24,7 @@ from scenarios.grammar import MUST_KILL
 from scenarios.session.frontier import DEFAULT_PAGE, MAX_PAGE
 from scenarios.session import tasks
 from scenarios.session.store import parse_asset
+from tests.frontier_support import content_hash, pass_at_1, samples_file
 
 ROOT = Path(__file__).resolve().parents[2]
 FRONTIER = dict(scenarios=["session"], tier="frontier", n=6, seed=11, created_at="2026-01-01", workers=2)
@@ -212,39 +213,23 @@ def test_a_frontier_build_keeps_its_tasks_and_its_reference_passes(frontier_buil
     rows = table1(tasks, frontier=True)
     assert rows["session"]["api_calls"]["mean"] >= 7 and rows["session"]["pair_coverage"] is None
     for mode in ("code", "tools"):
-        proc = subprocess.run([sys.executable, "-m", "evaluate", "--model", "reference", "--dataset", str(out),
-                               "--mode", mode, "--out", str(tmp_path / mode), "--workers", "2"],
-                              cwd=ROOT, capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, proc.stderr
-        results = next((tmp_path / mode).rglob("results*.json"))
-        assert json.loads(results.read_text())["summary"]["overall"]["pass@1"] == 1.0
+        assert pass_at_1(out, tmp_path / mode, "--model", "reference", "--mode", mode) == 1.0, mode
 
 
 def test_the_same_seed_gives_the_same_bytes(frontier_build, tmp_path):
     out, _ = frontier_build
-    again = tmp_path / "again"
-    build(BuildConfig(out=str(again), **FRONTIER))
-    assert json.loads((again / "MANIFEST.json").read_text())["content_hash"] == \
-        json.loads((out / "MANIFEST.json").read_text())["content_hash"]
+    build(BuildConfig(out=str(tmp_path / "again"), **FRONTIER))
+    assert content_hash(tmp_path / "again") == content_hash(out)
 
 
 def test_a_wrong_program_fails_where_the_world_says_so(frontier_build, tmp_path):
     """Only the first page of every listing: a program a model writes when it skips the paging rule."""
     out, _ = frontier_build
     tasks, _ = load_tasks(str(out))
-    lines = []
-    for t in tasks:
-        code = t.reference_program.replace('        if page["next"] is None:\n            return sessions\n',
-                                           "        return sessions\n")
-        lines.append({"task_id": t.task_id, "code": code})
-    samples = tmp_path / "first-page.jsonl"
-    samples.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    proc = subprocess.run([sys.executable, "-m", "evaluate", "--samples", str(samples), "--dataset", str(out),
-                           "--out", str(tmp_path / "scores"), "--workers", "2"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    results = json.loads(next((tmp_path / "scores").rglob("results*.json")).read_text())
-    assert results["summary"]["overall"]["pass@1"] == 0.0
+    first_page = {t.task_id: t.reference_program.replace('        if page["next"] is None:\n            return sessions\n',
+                                                         "        return sessions\n") for t in tasks}
+    samples = samples_file(tmp_path / "first-page.jsonl", first_page)
+    assert pass_at_1(out, tmp_path / "scores", "--samples", str(samples)) == 0.0
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -7,10 +7,7 @@ from __future__ import annotations
 import ast
 import json
 import random
-import subprocess
-import sys
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,8 +20,8 @@ from scenarios import get_scenario
 from scenarios.base import compare_plain
 from scenarios.tensor import tasks
 from scenarios.tensor.world import TensorWorld
+from tests.frontier_support import content_hash, pass_at_1, samples_file
 
-ROOT = Path(__file__).resolve().parents[2]
 FRONTIER = dict(scenarios=["tensor"], tier="frontier", n=4, seed=5, created_at="2026-01-01", workers=2)
 HAZARDS = {"no_zero_grad", "wrong_mode", "no_restore", "no_no_grad", "no_clone", "step_order"}
 
@@ -210,36 +207,21 @@ def test_a_frontier_build_keeps_its_tasks_and_its_reference_passes(frontier_buil
         assert "optimizer.step" in t.api_calls and "tensor.backward" in t.api_calls
         assert t.num_api_calls >= 10
     for mode in ("code", "tools"):
-        proc = subprocess.run([sys.executable, "-m", "evaluate", "--model", "reference", "--dataset", str(out),
-                               "--mode", mode, "--out", str(tmp_path / mode), "--workers", "2"],
-                              cwd=ROOT, capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, proc.stderr
-        results = next((tmp_path / mode).rglob("results*.json"))
-        assert json.loads(results.read_text())["summary"]["overall"]["pass@1"] == 1.0, mode
+        assert pass_at_1(out, tmp_path / mode, "--model", "reference", "--mode", mode) == 1.0, mode
 
 
 def test_the_same_seed_gives_the_same_bytes(frontier_build, tmp_path):
     out, _ = frontier_build
-    again = tmp_path / "again"
-    build(BuildConfig(out=str(again), **FRONTIER))
-    assert json.loads((again / "MANIFEST.json").read_text())["content_hash"] == \
-        json.loads((out / "MANIFEST.json").read_text())["content_hash"]
+    build(BuildConfig(out=str(tmp_path / "again"), **FRONTIER))
+    assert content_hash(tmp_path / "again") == content_hash(out)
 
 
 def test_a_program_that_forgets_zero_grad_fails(frontier_build, tmp_path):
     out, _ = frontier_build
     built, _ = load_tasks(str(out))
-    samples = tmp_path / "no-zero-grad.jsonl"
-    samples.write_text("".join(json.dumps({"task_id": t.task_id,
-                                           "code": t.reference_program.replace("    opt.zero_grad()\n", "")}) + "\n"
-                               for t in built))
-    proc = subprocess.run([sys.executable, "-m", "evaluate", "--samples", str(samples), "--dataset", str(out),
-                           "--out", str(tmp_path / "scores"), "--workers", "2"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    results = json.loads(next((tmp_path / "scores").rglob("results*.json")).read_text())
-    assert results["summary"]["overall"]["pass@1"] == 0.0
-
+    samples = samples_file(tmp_path / "no-zero-grad.jsonl",
+                           {t.task_id: t.reference_program.replace("    opt.zero_grad()\n", "") for t in built})
+    assert pass_at_1(out, tmp_path / "scores", "--samples", str(samples)) == 0.0
 
 
 def test_tool_calls_change_the_world_as_the_same_program_does(programs, world):
