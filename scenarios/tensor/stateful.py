@@ -61,13 +61,7 @@ class Objects:
 
     def load_optimizer(self, name: str, model: nn.Module) -> torch.optim.Optimizer:
         meta = self._meta(name, "optimizer")
-        params = list(model.parameters())
-        if meta.get("groups"):  # parameter groups by parameter name, each with its own values
-            by_name = dict(model.named_parameters())
-            groups = [{"params": [by_name[n] for n in g["params"]], **g["options"]} for g in meta["groups"]]
-            opt = OPTIMIZERS[meta["type"]](groups, **meta["options"])
-        else:
-            opt = OPTIMIZERS[meta["type"]](params, **meta["options"])
+        opt = OPTIMIZERS[meta["type"]](model.parameters(), **meta["options"])
         self.by_name[name] = opt
         return opt
 

@@ -41,14 +41,6 @@ TRIES = 500  # architectures drawn for a profile before one has what the profile
 WIDTHS = (3, 9)  # hidden layer widths
 
 
-def _word(n: int) -> str:
-    return ("zero", "one", "two", "three", "four", "five", "six")[n]
-
-
-def _same(text: str) -> dict[str, list[str]]:
-    return {v: [text] for v in VARIANTS}
-
-
 class _Draw:
     """The choices of one program, shared by every test input: sizes of the data, the loss, the optimizer and the
     scheduler, and what the steps need of a population (`needs`, checked on each architecture drawn)."""
@@ -69,7 +61,6 @@ class _Draw:
                           if rng.random() < 0.5 else None)
         self.needs: list = []  # (profile or None for all, check(arch) -> bool)
         self.freezes = False  # a step freezes layers: trainable counts move
-        self.loop = None  # the layer loop's predicate, when there is one
 
     def intro(self) -> dict[str, str]:
         sched = " and its learning-rate scheduler `sched`" if self.scheduler else ""
@@ -204,7 +195,7 @@ def views(d: _Draw) -> Step:
     muts = [Mutation("no_clone", code, f"x[:{rows}].clone().clamp_(-{bound}, {bound})\n"),
             Mutation("wrong_item", code, f"x[-{rows}:].clamp_(-{bound}, {bound})\n")]
     calls = [Call("tensor.clamp_", ["x"], ["x"], code, {})]
-    return Step("loop", code, texts, facts, muts, [], calls, ("views",))
+    return Step("bulk", code, texts, facts, muts, [], calls, ("views",))  # one call on a range of rows
 
 
 def layers(d: _Draw) -> Step:
