@@ -454,16 +454,19 @@ class TensorScenario(Scenario):
         out = []
         for a in assets:
             meta = json.loads(a["meta"])
-            if a["kind"] == "tensor" and meta["dtype"] == "int64":
-                values = np.random.default_rng(rng.getrandbits(64)).integers(0, int(max(np.frombuffer(a["data"], "<i8"))) + 1,
-                                                                             size=meta["shape"]).astype("<i8")
-                out.append(Asset(a["name"], "tensor", meta, values.tobytes()).to_record())
-            elif a["kind"] in ("tensor", "module"):
-                count = len(a["data"]) // 4
-                values = np.random.default_rng(rng.getrandbits(64)).standard_normal(count).astype("<f4") * 0.3
-                out.append(Asset(a["name"], a["kind"], meta, values.tobytes()).to_record())
-            else:
+            if a["kind"] == "tensor" and meta["dtype"] == "float32":  # as the paper tier has always drawn them
+                out.append(_random_asset(a["name"], tuple(meta["shape"]), rng).to_record())
+                continue
+            if a["kind"] not in ("tensor", "module"):  # an optimizer or a scheduler: settings only
                 out.append(dict(a))
+                continue
+            draw = np.random.default_rng(rng.getrandbits(64))
+            if a["kind"] == "tensor":  # int64 class indices, no larger than the stored ones
+                values = draw.integers(0, int(np.frombuffer(a["data"], "<i8").max()) + 1, size=meta["shape"])
+                values = values.astype("<i8")
+            else:  # a model's parameters, in one float32 blob
+                values = (draw.standard_normal(len(a["data"]) // 4) * 0.3).astype("<f4")
+            out.append(Asset(a["name"], a["kind"], meta, values.tobytes()).to_record())
         return out
 
     def compare_result(self, expected, actual):

@@ -250,3 +250,21 @@ def test_tool_calls_change_the_world_as_the_same_program_does(programs, world):
     scenario = get_scenario("tensor")
     assert scenario.compare_result(result, report["result"]) is None
     assert scenario.compare_state(state, report["recorded"]) is None
+
+
+def test_a_scratch_world_keeps_the_schema_with_other_values(programs, world):
+    """`--mode explore`: the same model architecture, optimizer and shapes, other parameters and inputs, class
+    indices still below the number of classes."""
+    p = next(p for p in programs if "F.cross_entropy" in p.reference_code())
+    case = make_cases(p, BuildConfig(), 0)[0].to_row()
+    scratch = get_scenario("tensor").scratch_assets(case["assets"], random.Random(1))
+    assert [(a["name"], a["kind"], a["meta"]) for a in scratch] == [(a["name"], a["kind"], a["meta"])
+                                                                     for a in case["assets"]]
+    by_name = {a["name"]: a for a in scratch}
+    assert by_name["model"]["data"] != bytes(next(a for a in case["assets"] if a["name"] == "model")["data"])
+    classes = max(layer["out"] for layer in json.loads(by_name["model"]["meta"])["layers"][-1:])
+    assert np.frombuffer(by_name["y"]["data"], "<i8").max() < classes
+    ns = {"__name__": "__main__"}
+    ns.update(world.namespace({"assets": [dict(a, meta=json.loads(a["meta"]), data=bytes(a["data"])) for a in scratch]}))
+    exec(compile(case["setup_code"], "<setup>", "exec"), ns)
+    assert sum(p.numel() for p in ns["model"].parameters()) * 4 == len(by_name["model"]["data"])
