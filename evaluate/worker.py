@@ -181,11 +181,11 @@ def execute_calls(world, job: dict, case: dict) -> dict:
     in order, each result bound to a handle; with `submit` (submit_result's items), RESULT and side effects as a
     program's. The report carries a summary of the setup's values and of every call's result or error, and the
     calls' trace as a program's report does (the diagnosis reads tool calls and programs alike)."""
-    tools = world.tools()
     recorder = Recorder(world.trace_value)
     ns, before, failed = _setup(world, case, recorder)
     if failed:
         return failed
+    tools = world.tools()  # after the setup: a world may serve other tools on another tier of test case
     handles = setup_handles(ns, before, tools.hidden)
     report = {"setup": {k: tools.describe(v) for k, v in handles.items()}}
     recorder.start(ns, [name for name in ns if name not in before])

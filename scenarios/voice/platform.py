@@ -136,9 +136,11 @@ class Platform:
                 "next_page_token": f"{start + page_size}:{_digest(key)}" if more else None}
 
     def get_voice(self, voice_id: str) -> dict:
+        """One voice: voice_id, name, category, description, labels and stored settings (`voice_not_found`)."""
         return copy.deepcopy(self._voice(voice_id))
 
     def get_voice_settings(self, voice_id: str) -> dict:
+        """A voice's stored settings: stability, similarity_boost and style."""
         return dict(self._voice(voice_id)["settings"])
 
     def edit_voice_settings(self, voice_id: str, stability: float | None = None,
@@ -163,6 +165,7 @@ class Platform:
     # --------------------------------------------------------------------------------- speech and quota
 
     def get_subscription(self) -> dict:
+        """The character quota: character_count (used so far) and character_limit."""
         return {"character_count": self.character_count, "character_limit": self.character_limit}
 
     def text_to_speech(self, text: str, voice_id: str, stability: float | None = None,
@@ -204,6 +207,7 @@ class Platform:
                 "last_history_item_id": page[-1]["history_item_id"] if page else None}
 
     def get_history_item(self, history_item_id: str) -> dict:
+        """One history item (`history_item_not_found`)."""
         return copy.deepcopy(self._item(history_item_id))
 
     def delete_history_item(self, history_item_id: str) -> dict:
@@ -214,6 +218,7 @@ class Platform:
     # --------------------------------------------------------------------------------------------- jobs
 
     def create_dubbing(self, history_item_id: str, target_lang: str) -> dict:
+        """Start dubbing a history item into another language: {"dubbing_id", "status": "dubbing"}."""
         item = self._item(history_item_id)
         if not isinstance(target_lang, str) or not target_lang:
             _fail("invalid_language", 422, "target_lang must be a language code such as 'es'")
@@ -228,6 +233,7 @@ class Platform:
         return {"dubbing_id": dubbing_id, "status": job.status, "target_lang": job.target_lang}
 
     def get_dubbed_audio(self, dubbing_id: str) -> dict:
+        """A finished dubbing's result; `not_ready` (425) while get_dubbing still answers "dubbing"."""
         job = self._job(dubbing_id)
         if job.status != "dubbed":
             _fail("not_ready", 425, f"dubbing {dubbing_id!r} is still in progress; poll get_dubbing")
@@ -243,15 +249,18 @@ class Platform:
     # ------------------------------------------------------------------------------- agents and calls
 
     def create_agent(self, name: str, voice_id: str, first_message: str) -> dict:
+        """A conversational agent that speaks with a library voice: {"agent_id", ...}."""
         self._voice(voice_id)
         agent = {"agent_id": self._mint("agent"), "name": name, "voice_id": voice_id, "first_message": first_message}
         self.agents[agent["agent_id"]] = agent
         return dict(agent)
 
     def list_phone_numbers(self) -> list[dict]:
+        """The provisioned numbers: phone_number_id, label, phone_number and assigned_agent_id (None: free)."""
         return copy.deepcopy(self.phone_numbers)
 
     def assign_phone_number(self, phone_number_id: str, agent_id: str) -> dict:
+        """Make a number an agent's (the agent it had before loses it)."""
         number = next((n for n in self.phone_numbers if n["phone_number_id"] == phone_number_id), None)
         if number is None:
             _fail("phone_number_not_found", 404, f"No phone number with id {phone_number_id!r}.")
@@ -261,6 +270,7 @@ class Platform:
         return dict(number)
 
     def make_outbound_call(self, agent_id: str, agent_phone_number_id: str, to_number: str) -> dict:
+        """Call `to_number` from a number assigned to the agent (`phone_number_not_assigned` otherwise)."""
         if agent_id not in self.agents:
             _fail("agent_not_found", 404, f"No agent with id {agent_id!r}.")
         number = next((n for n in self.phone_numbers if n["phone_number_id"] == agent_phone_number_id), None)
@@ -335,3 +345,33 @@ def draw_population(rng, voices: int = 48, numbers: int = 2, character_limit: in
                "assigned_agent_id": None} for k in range(numbers)]
     return {"voices": library, "phone_numbers": phones, "character_limit": character_limit,
             "character_count": character_count}
+
+
+# ------------------------------------------------------------------------------------------------ tools
+
+_JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
+
+
+def tool_specs() -> list:
+    """The platform's methods as tools (`--mode tools`): JSON-schema parameters from their signatures, the
+    description from their docstrings. Ids travel as strings, so no parameter takes a handle."""
+    import inspect
+
+    from scenarios.calling import ToolSpec
+
+    specs = []
+    for name in TOOLS:
+        method = getattr(Platform, name)
+        properties, required = {}, []
+        for param in list(inspect.signature(method).parameters.values())[1:]:
+            kinds = [k.strip() for k in str(param.annotation).split("|")]
+            types = [_JSON_TYPES[k] for k in kinds if k in _JSON_TYPES] + (["null"] if "None" in kinds else [])
+            schema = {"type": types[0] if len(types) == 1 else types}
+            if param.default is inspect.Parameter.empty:
+                required.append(param.name)
+            else:
+                schema["default"] = param.default
+            properties[param.name] = schema
+        doc = inspect.getdoc(method) or name.replace("_", " ")
+        specs.append(ToolSpec(name, doc, {"type": "object", "properties": properties, "required": required}))
+    return specs

@@ -12,16 +12,27 @@ import json
 
 from scenarios.base import World, canonicalize
 from scenarios.calling import Tools, Tracer
+from scenarios.voice.platform import TOOLS as PLATFORM_TOOLS
+from scenarios.voice.platform import Platform, PlatformError
 from scenarios.voice.tools import TOOL_NAMES, OutboundCall, Speech, Voice, VoiceLab
 
 SPEECH_TAG, VOICE_TAG, CALL_TAG = "__speech__", "__voice__", "__call__"
+PLATFORM = "platform"  # the asset kind of a frontier case's stored population
 
 
 class VoiceWorld(World):
     def __init__(self) -> None:
         self._lab: VoiceLab | None = None
+        self._platform: Platform | None = None  # a frontier case's platform (`scenarios.voice.platform`)
 
     def namespace(self, case: dict) -> dict:
+        stored = next((a for a in case["assets"] if a["kind"] == PLATFORM), None)
+        if stored is not None:  # the frontier tier: the platform's tools and its error, nothing else
+            self._lab = None
+            self._platform = Platform.from_population(json.loads(bytes(stored["data"]).decode("utf-8")))
+            return {**{name: getattr(self._platform, name) for name in PLATFORM_TOOLS},
+                    "PlatformError": PlatformError}
+        self._platform = None
         assets = {a["name"]: a for a in case["assets"] if a["kind"] == "speech"}
         lab = VoiceLab()
         self._lab = lab
@@ -38,7 +49,7 @@ class VoiceWorld(World):
         """Each tool in the program's globals records its calls: arguments by parameter name with defaults filled
         in, and a speech passed by its `speech_id` recorded as the speech it names (the same call either way)."""
         lab = self._lab
-        for name in TOOL_NAMES:
+        for name in PLATFORM_TOOLS if self._platform is not None else TOOL_NAMES:
             namespace[name] = _traced(lab, recorder, name, namespace[name])
 
     def canonical_leaf(self, obj):
@@ -51,6 +62,8 @@ class VoiceWorld(World):
         return super().canonical_leaf(obj)
 
     def recorded(self, namespace: dict):
+        if self._platform is not None:
+            return self._platform.state()
         if self._lab is None:
             return None
         return self._lab.state()
@@ -58,6 +71,11 @@ class VoiceWorld(World):
     # ---- tool calling (`--mode tools`): the MCP server's tools, speeches named by handle or speech_id
 
     def tools(self) -> Tools:
+        """The lab's six tools, or on a frontier case (asked after its setup has run) the platform's."""
+        if self._platform is not None:
+            from scenarios.voice.platform import tool_specs as platform_specs
+
+            return Tools({s.name: s for s in platform_specs()}, self._call, self.plain)
         from scenarios.voice.server import tool_specs
 
         if not hasattr(self, "_specs"):
@@ -83,6 +101,10 @@ class VoiceWorld(World):
 
     def trace_as_tools(self, namespace: dict, tracer: Tracer) -> None:
         specs = self.tools().specs
+        if self._platform is not None:  # ids travel as strings: every argument is a plain value
+            for name in PLATFORM_TOOLS:
+                namespace[name] = tracer.wrap(specs[name], namespace[name])
+            return
         for name in TOOL_NAMES:
             fn = namespace[name]
             namespace[name] = tracer.wrap(specs[name], fn, inspect.signature(fn), {"speech": "speech_id"})
@@ -100,7 +122,7 @@ def _traced(lab: VoiceLab, recorder, name: str, tool):
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
         values = dict(bound.arguments)
-        if isinstance(values.get("speech"), str) and values["speech"] in lab.speeches:
+        if lab is not None and isinstance(values.get("speech"), str) and values["speech"] in lab.speeches:
             values["speech"] = lab.speeches[values["speech"]]
         return values
 

@@ -136,3 +136,55 @@ def test_ids_are_minted_in_order_and_the_state_is_plain_data(platform):
     assert platform.state() == twin.state()
     assert json.loads(json.dumps(platform.state())) == platform.state()
     assert platform.history[0]["history_item_id"] == "hist_1" and "agent_1" in platform.agents
+
+
+def frontier_case(seed: int = 3, **population) -> dict:
+    stored = draw_population(random.Random(seed), **population)
+    return {"assets": [{"name": "platform", "kind": "platform", "meta": {}, "data": json.dumps(stored).encode()}],
+            "setup_code": "to_number1 = '+15550001111'\n"}
+
+
+PROGRAM = """\
+voices, token = [], None
+while True:
+    page = search_voices(accent="british", next_page_token=token)
+    voices += page["voices"]
+    if not page["has_more"]:
+        break
+    token = page["next_page_token"]
+item = text_to_speech("hello there", voices[0]["voice_id"])
+try:
+    text_to_speech("x" * 20000, voices[0]["voice_id"])
+    refused = None
+except PlatformError as e:
+    refused = e.code
+RESULT = [len(voices), item["history_item_id"], refused]
+"""
+
+
+def test_a_frontier_case_gets_the_platforms_tools_and_its_state_is_the_side_effect():
+    from evaluate.worker import execute
+    from scenarios.voice.world import VoiceWorld
+
+    report = execute(VoiceWorld(), PROGRAM, frontier_case())
+    assert report["status"] == "ok", report
+    assert report["result"][1:] == ["hist_1", "quota_exceeded"]
+    assert [i["text"] for i in report["recorded"]["history"]] == ["hello there"]
+    assert report["recorded"]["character_count"] == len("hello there")
+    assert [c["api"] for c in report["trace"]["calls"]][-2:] == ["text_to_speech", "text_to_speech"]
+    assert "error" in report["trace"]["calls"][-1]
+
+
+def test_tool_calls_on_a_frontier_case_reach_the_platform_and_the_paper_tools_stay_the_labs():
+    from evaluate.worker import execute_calls
+    from scenarios.voice.world import VoiceWorld
+
+    world = VoiceWorld()
+    calls = [{"name": "search_voices", "arguments": {"page_size": 2}},
+             {"name": "get_subscription", "arguments": {}},
+             {"name": "speech_to_text", "arguments": {"speech_id": "user_speech"}}]
+    report = execute_calls(world, {"calls": calls, "submit": ["r2"]}, frontier_case(character_limit=50))
+    assert report["status"] == "ok", report
+    assert len(report["calls"][0]["value"]["voices"]) == 2
+    assert report["result"] == [{"character_count": 0, "character_limit": 50}]
+    assert "unknown tool" in report["calls"][2]["error"]
