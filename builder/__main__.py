@@ -133,8 +133,9 @@ def parse(argv: list[str] | None = None) -> tuple[BuildConfig, bool]:
     p.add_argument("--tier", choices=TIERS, default=d.tier,
                    help="paper (default): the paper's programs, every call dictated; frontier: programs that must "
                         "read the world (lookups, loops over paged listings, aggregates, recovery from stale "
-                        "writes; stateful PyTorch: training steps, modes, gradients, views) on a populated world "
-                        "(session and tensor so far; --calls/--branches do not apply)")
+                        "writes; stateful PyTorch: training steps, modes, gradients, views; a speech platform: "
+                        "library pages, history, quota, jobs, agents) on a populated world (--calls/--branches do "
+                        "not apply)")
     p.add_argument("--calls", type=int, default=d.calls_per_path, dest="calls_per_path",
                    help=f"API calls on every path through a program (default {d.calls_per_path})")
     p.add_argument("--branches", type=int, default=d.branches,

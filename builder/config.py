@@ -81,7 +81,7 @@ class BuildConfig:
             lacking = [s for s in self.scenarios if not hasattr(get_scenario(s), "frontier_plan")]
             if lacking:
                 raise ValueError(f"--tier frontier: the {', '.join(lacking)} scenario{'s have' if len(lacking) > 1 else ' has'} "
-                                 f"no frontier tier yet; build it with --scenarios session,tensor")
+                                 f"no frontier tier yet; build it with --scenarios session,tensor,voice")
             if self.translator != "template":
                 raise ValueError("--tier frontier words its tasks with the template translator only; "
                                  "leave out --translator")

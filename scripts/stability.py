@@ -765,7 +765,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--splits", type=int, required=True, help=f"fresh splits to build and compare (2 to {MAX_SPLITS})")
     p.add_argument("--n", type=at_least_one, required=True, help="programs fuzzed per scenario in each split")
     p.add_argument("--scenarios", default="tensor,session,voice", help="comma-separated (default: all three)")
-    p.add_argument("--tier", default="paper", help="paper (default) or frontier (session and tensor)")
+    p.add_argument("--tier", default="paper", help="paper (default) or frontier (session, tensor and voice)")
     p.add_argument("--seed", type=int, default=0,
                    help=f"split i is built with seed SEED*{SEED_STRIDE}+i (default 0)")
     p.add_argument("--rates", default=DEFAULT_RATES,

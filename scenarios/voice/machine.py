@@ -497,6 +497,10 @@ class VoiceScenario(Scenario):
         return Condition(left, "<", math.floor(amount) + 1 + margin, amount, said[1])
 
     def setup_code(self, state, constants):
+        if state.extra.get("frontier"):  # a frontier population (`scenarios/voice/tasks.py`)
+            from scenarios.voice.tasks import setup_lines
+
+            return setup_block(setup_lines(state), constants)
         lines = []
         for name in state.inits:
             var = state.vars[name]
@@ -526,18 +530,40 @@ class VoiceScenario(Scenario):
             text += " and defines " + (parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1])
         return text + "."
 
-    def api_doc(self):
-        return Path(__file__).with_name("api_doc.md").read_text()
+    def api_doc(self, tier: str = "paper"):
+        return Path(__file__).with_name("api_doc_frontier.md" if tier == "frontier" else "api_doc.md").read_text()
 
     def tool_specs(self, tier="paper"):
+        if tier == "frontier":
+            from scenarios.voice.platform import tool_specs as platform_specs
+
+            return platform_specs()
         from scenarios.voice.server import tool_specs
 
         return tool_specs()
 
+    def task_tier(self, task):
+        """"frontier" when its test cases store a platform (`scenarios/voice/platform.py`)."""
+        return "frontier" if any(a["kind"] == "platform" for a in task.test_cases[0].assets) else "paper"
+
+    def frontier_plan(self, rng):
+        """One program of the frontier tier: the speech platform (`scenarios/voice/tasks.py`)."""
+        from scenarios.voice.tasks import plan
+
+        return plan(self, rng)
+
     def scratch_assets(self, assets, rng):
-        """Another recorded conversation under the same name."""
-        return [{**a, "data": json.dumps(user_conversation(rng)).encode()} if a["kind"] == "speech" else a
-                for a in assets]
+        """Another recorded conversation under the same name; on the frontier tier, another platform."""
+        from scenarios.voice.platform import draw_population
+
+        def fresh(a):
+            if a["kind"] == "speech":
+                return {**a, "data": json.dumps(user_conversation(rng)).encode()}
+            if a["kind"] == "platform":
+                return {**a, "data": json.dumps(draw_population(rng), sort_keys=True).encode()}
+            return a
+
+        return [fresh(a) for a in assets]
 
     def leaf_compare(self, expected, actual, path):
         tag = _tag(expected)

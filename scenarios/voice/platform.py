@@ -88,7 +88,8 @@ class Platform:
         """A platform from a test case's stored population (plain data, copied: the platform changes it)."""
         p = copy.deepcopy(population)
         return cls(p["voices"], p.get("phone_numbers", []), p.get("character_limit", 10_000),
-                   p.get("character_count", 0))
+                   p.get("character_count", 0), p.get("history", []),
+                   agents={a["agent_id"]: a for a in p.get("agents", [])})
 
     def _mint(self, prefix: str) -> str:
         self.minted[prefix] = self.minted.get(prefix, 0) + 1

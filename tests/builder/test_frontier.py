@@ -233,7 +233,7 @@ def test_a_wrong_program_fails_where_the_world_says_so(frontier_build, tmp_path)
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--tier", "frontier"], "no frontier tier yet"),
+    (["--tier", "frontier", "--scenarios", "bank"], "no frontier tier yet"),
     (["--tier", "frontier", "--scenarios", "session", "--translator", "openai:gpt-4.1"], "template translator"),
     (["--tier", "hard"], "invalid choice"),
 ])

@@ -107,7 +107,7 @@ def test_bad_input_is_one_line(capsys, tmp_path):
                         (["--splits", "2", "--n", "3", "--rates", "0.1,1.5"], "--rates"),
                         (["--splits", "2", "--n", "3", "--scenarios", "tensor,nope"], "nope"),
                         (["--splits", "2", "--n", "3", "--answers", str(tmp_path / "none.jsonl")], "no such file"),
-                        (["--splits", "2", "--n", "3", "--tier", "frontier", "--scenarios", "voice"], "frontier"),
+                        (["--splits", "2", "--n", "3", "--tier", "frontier", "--scenarios", "bank"], "frontier"),
                         (["--splits", "2", "--n", "3", "--created-at", "2026-13-01"], "--created-at")):
         assert st.main(argv + ["--out", str(tmp_path / "out")]) == 2
         err = capsys.readouterr().err.strip().splitlines()
