@@ -150,9 +150,10 @@ def lookup(d: _Draw) -> Step:
                          f"first by name). There is always at least one."],
              "steps": [f"Let `matches1` be every voice of `search_voices(accent=\"{d.accent}\", use_case=\"{d.use_case}\")`, "
                        f"reading every page (`next_page_token`) in name order.",
-                       f"Let `voice1` be the first of `matches1` whose `labels[\"age\"]` comes first in {order!r}."],
+                       f"Let `voice1` be the first of `matches1` whose `labels[\"age\"]` comes first in {order!r} "
+                       f"(there is always at least one match)."],
              "vague": [f"Pick {who} (`{d.accent}`, `{d.use_case}`; of equally {'young' if d.youngest else 'old'} "
-                       f"ones, the first by name)."]}
+                       f"ones, the first by name; there is always one)."]}
     facts = [("value", "lookup: the accent", (f"`{d.accent}`", f'"{d.accent}"')),
              ("value", "lookup: the use case", (f"`{d.use_case}`", f'"{d.use_case}"')),
              ("value", "lookup: which end", (extreme, f"{order!r}"))]
@@ -210,11 +211,12 @@ def speak(d: _Draw) -> Step:
             '        raise\n'
             '    spoken1 = text_to_speech(text2, voice1["voice_id"])\n')
     texts = {"natural": ["Then have that voice speak `text1`; if the character quota does not allow it "
-                         "(`quota_exceeded`), have it speak `text2` instead."],
+                         "(`quota_exceeded`), have it speak `text2` instead (which always fits)."],
              "steps": ["Set `spoken1 = text_to_speech(text1, voice1[\"voice_id\"])`; on a `PlatformError` whose code is "
-                       "`quota_exceeded`, set `spoken1 = text_to_speech(text2, voice1[\"voice_id\"])` instead."],
-             "vague": ["Generate `text1` in that voice, falling back to the shorter `text2` when the quota is too "
-                       "low for it."]}
+                       "`quota_exceeded`, set `spoken1 = text_to_speech(text2, voice1[\"voice_id\"])` instead (it "
+                       "always fits)."],
+             "vague": ["Generate `text1` in that voice, falling back to the shorter `text2` (which always fits) when "
+                       "the quota is too low for it."]}
     facts = [("input", "the setup variable `text1`", ("`text1`",)), ("input", "the setup variable `text2`", ("`text2`",))]
     muts = [Mutation("no_retry", '    spoken1 = text_to_speech(text2, voice1["voice_id"])\n', "    raise\n"),
             Mutation("always_create", "    spoken1 = text_to_speech(text1,", "    spoken1 = text_to_speech(text2,")]
@@ -255,13 +257,13 @@ def call(d: _Draw) -> Step:
             'assign_phone_number(free1["phone_number_id"], agent1)\n'
             'call1 = make_outbound_call(agent1, free1["phone_number_id"], to_number1)\n')
     texts = {"natural": [f"Create an agent named \"{name}\" that speaks with that voice and opens with `text2`, give "
-                         f"it the first phone number (in list order) that no agent has, and call `to_number1` "
-                         f"through it."],
+                         f"it the first phone number (in list order) that no agent has (there is always one), and call "
+                         f"`to_number1` through it."],
              "steps": [f"Create the agent (`create_agent(\"{name}\", voice1[\"voice_id\"], text2)`), assign it the first "
-                       f"number of `list_phone_numbers()` whose `assigned_agent_id` is None, and "
+                       f"number of `list_phone_numbers()` whose `assigned_agent_id` is None (there is one), and "
                        f"`make_outbound_call` to `to_number1` from that number."],
              "vague": [f"Set up an agent \"{name}\" with that voice, greeting with `text2`, on the first free phone "
-                       f"number, and have it call `to_number1`."]}
+                       f"number (one is always free), and have it call `to_number1`."]}
     facts = [("input", "the setup variable `to_number1`", ("`to_number1`",)),
              ("value", "call: the agent's name", (f"\"{name}\"",))]
     muts = [Mutation("wrong_item", 'free1 = next(n for n in list_phone_numbers() if n["assigned_agent_id"] is None)\n',
@@ -280,7 +282,7 @@ def aggregate(d: _Draw) -> Step:
         code = 'used1 = get_subscription()["character_count"]\n'
         texts = {"natural": ["Finally read how many characters of the quota are used now."],
                  "steps": ["Let `used1` be `get_subscription()[\"character_count\"]`."],
-                 "vague": ["Check the character usage at the end."]}
+                 "vague": ["Check how many characters of the quota are used at the end."]}
         result = Result("used1", {"natural": "the characters used", "steps": "`used1`", "vague": "the usage"})
         api = "get_subscription"
     else:
@@ -288,7 +290,7 @@ def aggregate(d: _Draw) -> Step:
         texts = {"natural": [f"Finally count the library's voices with the `{d.accent}` accent (every page)."],
                  "steps": [f"Let `used1` be the number of voices `search_voices(accent=\"{d.accent}\")` gives over "
                            f"every page."],
-                 "vague": [f"Count all `{d.accent}` voices in the library."]}
+                 "vague": [f"Count all voices of the library whose accent label is `{d.accent}`."]}
         result = Result("used1", {"natural": "that count", "steps": "`used1`", "vague": "that count"})
         api = "search_voices"
     return Step("aggregate", code, texts, [], [], [result], [Call(api, [], ["used1"], code, {})], ("aggregates",))
