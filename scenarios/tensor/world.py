@@ -100,24 +100,15 @@ class TensorWorld(World):
     # ---- tool calling (`--mode tools`)
 
     def tools(self) -> Tools:
-        """The paper tier's six operations, or on a frontier case the stateful subset (`doc.FRONTIER_TOOLS`): which
-        one is known once the case's setup has run (this is asked before), so each call decides."""
-        specs = {s.name: s for s in (*tool_specs(), *frontier_tool_specs())}
-        return Tools(specs, self._call_any, self._describe_any)
-
-    def _call_any(self, namespace: dict, name: str, arguments: dict):
-        if self.objects is None:
-            return self._call(namespace, name, arguments)
-        if name not in stateful.TOOL_FUNCTIONS:
-            raise ValueError(f"unknown tool {name!r} on this tier")
-        return stateful.call_tool(name, arguments)
-
-    def _describe_any(self, value):
-        return self.describe(value) if self.objects is None else stateful.describe(value, self.plain)
+        """The paper tier's six operations, or on a frontier case (asked after its setup has run) the stateful
+        subset (`doc.FRONTIER_TOOLS`)."""
+        if self.objects is not None:
+            return Tools({s.name: s for s in frontier_tool_specs()},
+                         lambda namespace, name, arguments: stateful.call_tool(name, arguments),
+                         lambda value: stateful.describe(value, self.plain))
+        return Tools({s.name: s for s in tool_specs()}, self._call, self.describe)
 
     def _call(self, namespace: dict, name: str, arguments: dict):
-        if name not in _OPERATIONS:
-            raise ValueError(f"unknown tool {name!r} on this tier")
         op = _OPERATIONS[name]
         for param in op.handles:
             values = arguments.get(param)
