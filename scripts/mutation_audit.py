@@ -1,6 +1,7 @@
 """Mutation audit of a built dataset: how many wrong programs do its oracles let through?
 
   python scripts/mutation_audit.py --dataset stateeval --out audit [--per-task 40] [--seed 0] [--scenario tensor]
+                                                                 [--timeout 2]
 
 This is the auditor's tool. For every task it mutates `reference_program` over its AST (delete a statement, call
 a plausibly confused API, change a literal, swap two arguments, use another variable in scope, negate or change
@@ -361,6 +362,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default="mutation-audit", help="where samples, scores and reports go")
     p.add_argument("--scenario", help="comma-separated scenarios (default: all)")
     p.add_argument("--workers", type=int, help="sandbox workers for scoring (default: evaluate's)")
+    p.add_argument("--timeout", type=float, metavar="TIMEOUT_S",
+                   help="seconds per test case (default: evaluate's); a mutant that loops for ever is killed by "
+                        "this limit, so a short one makes an audit of looping programs faster")
     a = p.parse_args(argv)
     dataset = Path(a.dataset).expanduser().resolve()
     try:
@@ -390,6 +394,7 @@ def main(argv: list[str] | None = None) -> int:
            "--dataset", str(dataset), "--out", str((out / "scores").resolve())]
     cmd += ["--scenario", a.scenario] if a.scenario else []
     cmd += ["--workers", str(a.workers)] if a.workers else []
+    cmd += ["--timeout", str(a.timeout)] if a.timeout else []
     print(f"scoring {len(samples) - len(tasks)} mutants of {len(tasks)} tasks (and each reference as a control)",
           flush=True)
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)

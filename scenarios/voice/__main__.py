@@ -1,4 +1,5 @@
-"""`python -m scenarios.voice serve [--port N]`: the voice lab as an MCP server (stdio by default)."""
+"""`python -m scenarios.voice serve [--port N] [--tier frontier | --platform FILE]`: the voice lab (or the frontier
+tier's speech platform) as an MCP server, over stdio by default."""
 
 from __future__ import annotations
 
@@ -24,11 +25,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     s.add_argument("--port", type=int, default=None, help="serve streamable HTTP on this port instead of stdio")
     s.add_argument("--host", default="127.0.0.1", help="address to bind with --port (default: 127.0.0.1)")
-    s.add_argument("--seed", type=int, default=0, help="seed of the preloaded user speech (default: 0)")
+    s.add_argument("--seed", type=int, default=0,
+                   help="seed of the preloaded user speech, or of the drawn platform with --tier frontier (default: 0)")
     s.add_argument("--recording", default=None, metavar="FILE.json",
                    help="preload this recorded speech instead: a JSON list of [speaker, words] segments, e.g. a "
                         "task's stored user_speech, so that an agent can do that task over MCP")
+    s.add_argument("--tier", choices=("paper", "frontier"), default=None,
+                   help="which lab to serve (default: paper, or frontier when --platform is given); frontier "
+                        "without --platform draws a platform from --seed")
+    s.add_argument("--platform", default=None, metavar="FILE.json",
+                   help="serve the frontier platform with this stored population: a frontier voice task's test "
+                        "case asset of kind 'platform' (JSON), so that an agent can do that task over MCP")
     args = p.parse_args(argv)
+    if args.platform and args.tier == "paper":
+        p.error("--platform serves the frontier tier; leave out --tier paper (or give --tier frontier)")
+    if args.recording and (args.platform or args.tier == "frontier"):
+        p.error("--recording preloads the paper tier's lab; the frontier platform takes --platform instead")
 
     if importlib.util.find_spec("mcp") is None:
         print("the voice MCP server needs the `mcp` package; run: pip install mcp", file=sys.stderr)
@@ -39,10 +51,25 @@ def main(argv: list[str] | None = None) -> int:
             recording = json.loads(Path(args.recording).read_text())
         except (OSError, ValueError) as exc:
             p.error(f"--recording {args.recording}: {exc} (give a JSON list of [speaker, words] segments)")
+    platform = None
+    if args.platform:
+        try:
+            platform = json.loads(Path(args.platform).read_text())
+            if not isinstance(platform, dict) or not isinstance(platform.get("voices"), list):
+                raise ValueError("no 'voices' list in it")
+        except (OSError, ValueError) as exc:
+            p.error(f"--platform {args.platform}: {exc} (give a frontier voice task's stored platform: JSON with "
+                    "'voices', 'phone_numbers' and the quota)")
+    elif args.tier == "frontier":
+        import random
+
+        from scenarios.voice.platform import draw_population
+
+        platform = draw_population(random.Random(args.seed))
     from scenarios.voice.server import serve
 
     try:
-        serve(args.port, args.host, args.seed, recording)
+        serve(args.port, args.host, args.seed, recording, platform)
     except KeyboardInterrupt:
         pass
     return 0

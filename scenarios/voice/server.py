@@ -8,11 +8,19 @@ tool call's result is the handle r<k> (a `speech_id` argument may name one), and
 RESULT; `voice://result` holds it with the lab's side effects, so any MCP-speaking agent can be scored on a task
 (`evaluate.episodes.score_reported`).
 
-Imported only by `python -m scenarios.voice serve` and its tests; the builder and the sandbox never need `mcp`.
+The frontier tier (`build_platform_server`) serves a `Platform` (`scenarios/voice/platform.py`) the same way: its
+17 tools, each the platform's method, with a refused request reaching the client as a tool error that starts with
+the documented code (`quota_exceeded: ...`). Its state (the whole library among it) would give away what a task
+must page through, so `voice://result` holds the state only once `submit_result` has ended the episode, and no
+tool answers after that.
+
+Imported by `python -m scenarios.voice serve`, its tests and the paper tier's `tool_specs`; the builder never needs
+`mcp`.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import random
@@ -182,9 +190,91 @@ def build_server(lab: VoiceLab | None = None, seed: int = 0, recording: list | N
     return server
 
 
-def serve(port: int | None = None, host: str = "127.0.0.1", seed: int = 0, recording: list | None = None) -> None:
-    """Serve over stdio, or over streamable HTTP at http://HOST:PORT/mcp when a port is given."""
-    server = build_server(seed=seed, recording=recording)
+PLATFORM_INSTRUCTIONS = """\
+A speech platform (the frontier tier of the StateEval voice lab): a paged voice library with stored settings, a
+history of generations, a character quota, dubbing jobs, agents and phone numbers. Ids are strings that flow between
+tools (voice_id, history_item_id, dubbing_id, agent_id, phone_number_id). A refused request is a tool error whose
+text starts with its code (voice_not_found, quota_exceeded, not_ready, ...) and changes nothing. The k-th tool
+call's result is the handle r<k>; submit_result takes handles (r3, r3['voices'][0]['name']) or literal values as
+the task's RESULT and ends the episode. voice://result then holds what a scorer compares."""
+
+_READ_ONLY = ("search_voices", "get_voice", "get_voice_settings", "get_subscription", "list_history",
+              "get_history_item", "get_dubbed_audio", "list_phone_numbers")
+_DESTRUCTIVE = ("delete_voice", "delete_history_item", "make_outbound_call")
+
+
+def build_platform_server(platform):
+    """An MCPServer whose 17 tools act on `platform` (a `scenarios.voice.platform.Platform`), plus submit_result and
+    the resource voice://result."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import ToolAnnotations
+
+    from scenarios.calling import SUBMIT_SPEC, submitted
+    from scenarios.voice.platform import TOOLS
+    from scenarios.voice.world import VoiceWorld
+
+    server = MCPServer(SERVER_NAME, instructions=PLATFORM_INSTRUCTIONS, log_level="WARNING")
+    handles: dict[str, Any] = {}
+    answer: dict[str, Any] = {}
+
+    def adapter(name: str):
+        method = getattr(platform, name)
+
+        @functools.wraps(method)  # the method's own signature and docstring: its input schema and description
+        def tool(**kwargs):
+            if "result" in answer:
+                raise ToolError("the episode is over: submit_result was called")
+            handle = f"r{len(handles) + 1}"  # a refused call takes its number too, as in --mode tools
+            handles[handle] = None
+            try:
+                value = method(**kwargs)
+            except (ValueError, TypeError) as exc:  # PlatformError is a ValueError: "code: message"
+                raise ToolError(str(exc)) from exc
+            handles[handle] = value
+            return value
+
+        return tool
+
+    for name in TOOLS:
+        server.add_tool(adapter(name), name=name, description=inspect.getdoc(getattr(platform, name)),
+                        annotations=ToolAnnotations(read_only_hint=name in _READ_ONLY,
+                                                    destructive_hint=name in _DESTRUCTIVE,
+                                                    idempotent_hint=name in _READ_ONLY, open_world_hint=False))
+
+    @server.tool(name=SUBMIT_SPEC.name, description=SUBMIT_SPEC.description,
+                 annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                                             open_world_hint=False))
+    def submit_result(result: list[Any]) -> str:
+        if "result" in answer:
+            raise ToolError("the episode is over: submit_result was called")
+        try:
+            answer["result"] = VoiceWorld().canonical(submitted(result, handles))
+        except (KeyError, IndexError, AttributeError, TypeError) as exc:
+            raise ToolError(f"{type(exc).__name__}: {exc}") from exc
+        return "submitted"
+
+    @server.resource("voice://result", name="result", mime_type="application/json",
+                     description="What a scorer reads: the submitted RESULT and everything the platform holds, once "
+                                 "submit_result has ended the episode (before that, only that nothing is submitted).")
+    def result() -> str:
+        done = "result" in answer
+        return json.dumps({"result": answer.get("result"), "submitted": done,
+                           "state": platform.state() if done else None})
+
+    return server
+
+
+def serve(port: int | None = None, host: str = "127.0.0.1", seed: int = 0, recording: list | None = None,
+          platform: dict | None = None) -> None:
+    """Serve over stdio, or over streamable HTTP at http://HOST:PORT/mcp when a port is given. With `platform` (a
+    frontier test case's stored population), the frontier tier's platform instead of the paper tier's lab."""
+    if platform is not None:
+        from scenarios.voice.platform import Platform
+
+        server = build_platform_server(Platform.from_population(platform))
+    else:
+        server = build_server(seed=seed, recording=recording)
     if port is None:
         server.run("stdio")
     else:

@@ -3,7 +3,6 @@ through the task's tool calls and submit_result, and the harness scores the fina
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -18,6 +17,7 @@ from evaluate.episodes import score_reported
 from evaluate.run import trace_references
 from evaluate.sandbox import Sandbox
 from evaluate.statuses import PASS, RESULT_ERROR
+from scenarios.voice.episode import run_episode
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 60
@@ -38,26 +38,9 @@ def voice_tasks(tmp_path_factory):
 
 def _episode(recording: Path, calls: list[dict], submit: list | None) -> dict:
     """Run the calls over MCP against a fresh server preloaded with the recording; return voice://result."""
-    params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "scenarios.voice", "serve", "--recording", str(recording)],
-                                   env={"PYTHONPATH": str(ROOT)}, cwd=str(ROOT))
-    out: dict = {}
-
-    async def main():
-        with anyio.fail_after(TIMEOUT_S):
-            async with stdio_client(params) as (read, write):
-                async with ClientSession(read, write) as session:
-                    await session.initialize()
-                    for call in calls:
-                        result = await session.call_tool(call["name"], call["arguments"])
-                        assert not result.is_error, result
-                    if submit is not None:
-                        assert not (await session.call_tool("submit_result", {"result": submit})).is_error
-                    resource = await session.read_resource("voice://result")
-                    out.update(json.loads(resource.contents[0].text))
-
-    anyio.run(main)
-    return out
+    out = anyio.run(run_episode, ["-m", "scenarios.voice", "serve", "--recording", str(recording)], calls, submit)
+    assert out["errors"] == [None] * len(calls), out["errors"]
+    return out["reported"]
 
 
 def _recording(task, case, folder: Path) -> Path:
