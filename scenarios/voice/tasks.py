@@ -146,12 +146,12 @@ def lookup(d: _Draw) -> Step:
     code = f'matches1 = every_voice(accent="{d.accent}", use_case="{d.use_case}")\n' + line
     who = f"the {extreme} {d.accent} voice for {d.use_case.replace('_', ' ')}"
     texts = {"natural": [f"Find {who} in the voice library (the `{d.accent}` accent and the `{d.use_case}` use case; "
-                         f"ages run young, middle_aged, old; of several as {'young' if d.youngest else 'old'}, the "
-                         f"first by name). There is always at least one."],
+                         f"of several as {'young' if d.youngest else 'old'}, the first by name). There is always at "
+                         f"least one."],
              "steps": [f"Let `matches1` be every voice of `search_voices(accent=\"{d.accent}\", use_case=\"{d.use_case}\")`, "
                        f"reading every page (`next_page_token`) in name order.",
-                       f"Let `voice1` be the first of `matches1` whose `labels[\"age\"]` comes first in {order!r} "
-                       f"(there is always at least one match)."],
+                       f"Let `voice1` be the first of `matches1` whose `labels[\"age\"]` is the earliest in {order!r} "
+                       f"that any of `matches1` has (there is always at least one match)."],
              "vague": [f"Pick {who} (`{d.accent}`, `{d.use_case}`; of equally {'young' if d.youngest else 'old'} "
                        f"ones, the first by name; there is always one)."]}
     facts = [("value", "lookup: the accent", (f"`{d.accent}`", f'"{d.accent}"')),
@@ -190,8 +190,7 @@ def clear(d: _Draw) -> Step:
             '    after = page["last_history_item_id"]\n'
             'for hid in old1:\n'
             '    delete_history_item(hid)\n')
-    texts = {"natural": ["Delete every history item made with that voice so far (read every page of its history "
-                         "first: a page cursor must name an item still in the history), and count them."],
+    texts = {"natural": ["Delete every history item made with that voice so far, and count them."],
              "steps": ["Collect into `old1` the ids of every page of `list_history(voice_id=voice1[\"voice_id\"])` "
                        "(follow `last_history_item_id` while `has_more`), then `delete_history_item` each of them."],
              "vague": ["Clear that voice's whole history so far, keeping count of the items removed."]}
@@ -210,8 +209,8 @@ def speak(d: _Draw) -> Step:
             '    if error.code != "quota_exceeded":\n'
             '        raise\n'
             '    spoken1 = text_to_speech(text2, voice1["voice_id"])\n')
-    texts = {"natural": ["Then have that voice speak `text1`; if the character quota does not allow it "
-                         "(`quota_exceeded`), have it speak `text2` instead (which always fits)."],
+    texts = {"natural": ["Then have that voice speak `text1`, or `text2` instead (which always fits) if the character "
+                         "quota left cannot take `text1`."],
              "steps": ["Set `spoken1 = text_to_speech(text1, voice1[\"voice_id\"])`; on a `PlatformError` whose code is "
                        "`quota_exceeded`, set `spoken1 = text_to_speech(text2, voice1[\"voice_id\"])` instead (it "
                        "always fits)."],
@@ -234,8 +233,7 @@ def dub(d: _Draw) -> Step:
             'while get_dubbing(job1)["status"] != "dubbed":\n'
             '    pass\n'
             'dubbed1 = get_dubbed_audio(job1)\n')
-    texts = {"natural": [f"Dub that speech into {LANGS[lang]} (`{lang}`), wait until the dubbing is done (poll it), "
-                         f"and fetch the dubbed result."],
+    texts = {"natural": [f"Dub that speech into {LANGS[lang]} (`{lang}`) and fetch the dubbed result."],
              "steps": [f"Start `create_dubbing(spoken1[\"history_item_id\"], \"{lang}\")`, call `get_dubbing` until its "
                        f"status is `dubbed`, then set `dubbed1 = get_dubbed_audio(...)`."],
              "vague": [f"Get a {LANGS[lang]} dub of it (`{lang}`) once it is ready."]}
@@ -260,16 +258,17 @@ def call(d: _Draw) -> Step:
                          f"it the first phone number (in list order) that no agent has (there is always one), and call "
                          f"`to_number1` through it."],
              "steps": [f"Create the agent (`create_agent(\"{name}\", voice1[\"voice_id\"], text2)`), assign it the first "
-                       f"number of `list_phone_numbers()` whose `assigned_agent_id` is None (there is one), and "
-                       f"`make_outbound_call` to `to_number1` from that number."],
+                       f"number of `list_phone_numbers()` whose `assigned_agent_id` is None (there is one), and set "
+                       f"`call1 = make_outbound_call(...)` to `to_number1` from that number."],
              "vague": [f"Set up an agent \"{name}\" with that voice, greeting with `text2`, on the first free phone "
                        f"number (one is always free), and have it call `to_number1`."]}
     facts = [("input", "the setup variable `to_number1`", ("`to_number1`",)),
              ("value", "call: the agent's name", (f"\"{name}\"",))]
     muts = [Mutation("wrong_item", 'free1 = next(n for n in list_phone_numbers() if n["assigned_agent_id"] is None)\n',
                      "free1 = list_phone_numbers()[0]\n")]
-    results = [Result('call1["from_number"]', {"natural": "the number the call came from",
-                                               "steps": '`call1["from_number"]`', "vague": "the calling number"})]
+    results = [Result('call1["from_number"]', {"natural": "the phone number the call came from",
+                                               "steps": '`call1["from_number"]`',
+                                               "vague": "the calling phone number itself"})]
     calls = [Call("create_agent", ["voice1"], ["agent1"], code, {}),
              Call("list_phone_numbers", [], ["free1"], code, {}),
              Call("assign_phone_number", ["free1", "agent1"], [], code, {}),
