@@ -35,6 +35,8 @@ _TEXTS = ("Your order has shipped and will arrive on Thursday between nine and n
           "We moved your appointment to Monday at three; reply to this message if that does not suit you.",
           "The meeting room on the second floor is booked for the whole afternoon, as you asked.",
           "Thank you for calling; a member of our team will get back to you before the end of the day.")
+_PURPOSE = {"narration": "narration", "conversational": "conversation", "news": "news", "characters": "characters",
+            "social_media": "social media", "meditation": "meditation"}  # "the youngest irish voice for ..."
 _SHORT = ("Order shipped.", "Moved to Monday.", "Room booked.", "We will call back.")
 
 SEARCH = '''\
@@ -144,7 +146,7 @@ def lookup(d: _Draw) -> Step:
     order = d.age_order()
     line = f'voice1 = min(matches1, key=lambda v: {order!r}.index(v["labels"]["age"]))\n'
     code = f'matches1 = every_voice(accent="{d.accent}", use_case="{d.use_case}")\n' + line
-    who = f"the {extreme} {d.accent} voice for {d.use_case.replace('_', ' ')}"
+    who = f"the {extreme} {d.accent} voice for {_PURPOSE[d.use_case]}"
     texts = {"natural": [f"Find {who} in the voice library (the `{d.accent}` accent and the `{d.use_case}` use case; "
                          f"of several as {'young' if d.youngest else 'old'}, the first by name). There is always at "
                          f"least one."],
@@ -236,7 +238,8 @@ def dub(d: _Draw) -> Step:
     texts = {"natural": [f"Dub that speech into {LANGS[lang]} (`{lang}`) and fetch the dubbed result."],
              "steps": [f"Start `create_dubbing(spoken1[\"history_item_id\"], \"{lang}\")`, call `get_dubbing` until its "
                        f"status is `dubbed`, then set `dubbed1 = get_dubbed_audio(...)`."],
-             "vague": [f"Get a {LANGS[lang]} dub of it (`{lang}`) once it is ready."]}
+             "vague": [f"Get {'an' if LANGS[lang][0] in 'AEIOU' else 'a'} {LANGS[lang]} dub of it (`{lang}`) once it "
+                       f"is ready."]}
     muts = [Mutation("no_retry", 'while get_dubbing(job1)["status"] != "dubbed":\n    pass\n', "")]
     results = [Result('dubbed1["text"]', {"natural": "the dubbed text", "steps": '`dubbed1["text"]`',
                                           "vague": "the dubbed text"})]
@@ -285,14 +288,14 @@ def aggregate(d: _Draw) -> Step:
         result = Result("used1", {"natural": "the characters used", "steps": "`used1`", "vague": "the usage"})
         api = "get_subscription"
     else:
-        code = f'used1 = len(every_voice(accent="{d.accent}"))\n'
+        code = f'count1 = len(every_voice(accent="{d.accent}"))\n'
         texts = {"natural": [f"Finally count the library's voices with the `{d.accent}` accent (every page)."],
-                 "steps": [f"Let `used1` be the number of voices `search_voices(accent=\"{d.accent}\")` gives over "
+                 "steps": [f"Let `count1` be the number of voices `search_voices(accent=\"{d.accent}\")` gives over "
                            f"every page."],
                  "vague": [f"Count all voices of the library whose accent label is `{d.accent}`."]}
-        result = Result("used1", {"natural": "that count", "steps": "`used1`", "vague": "that count"})
+        result = Result("count1", {"natural": "that count", "steps": "`count1`", "vague": "that count"})
         api = "search_voices"
-    return Step("aggregate", code, texts, [], [], [result], [Call(api, [], ["used1"], code, {})], ("aggregates",))
+    return Step("aggregate", code, texts, [], [], [result], [Call(api, [], [result.expr], code, {})], ("aggregates",))
 
 
 def plan(scenario, rng: random.Random) -> Plan:
