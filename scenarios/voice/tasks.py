@@ -15,8 +15,9 @@ A program is four to six steps:
 * `aggregate` (closing): the characters used by now, or how many voices of an accent the library has.
 
 Populations (`PROFILES`) draw a fresh platform each: `original` (a few matches on one page), `paged` (more than a
-page of matches, the sought voice on the second), `tie` (two as young, the first by name wins), `quota` (too few
-characters left for `text1`, enough for `text2`), `busy` (a long history of the voice, the first phone number taken).
+page of matches, the sought voice on the second), `tie` (two as young, the first by name wins; exactly the characters
+`text1` needs left), `quota` (too few characters left for `text1`, enough for `text2`), `busy` (a long history of the
+voice, the first phone number taken).
 """
 
 from __future__ import annotations
@@ -111,6 +112,8 @@ def _population(d: _Draw, rng: random.Random, profile: str) -> State:
     left = pop["character_limit"] - pop["character_count"]
     if profile == "quota":  # enough for the short text only
         left = rng.randint(len(d.text2), len(d.text1) - 1)
+    elif profile == "tie":  # exactly what text1 needs: it fits (only a longer text is refused)
+        left = len(d.text1)
     pop["character_count"] = pop["character_limit"] - left
     taken = profile in ("busy", "quota") or rng.random() < 0.3
     if taken:  # the first number belongs to an agent already: the program must find a free one
