@@ -215,7 +215,7 @@ def speak(d: _Draw) -> Step:
             '        raise\n'
             '    spoken1 = text_to_speech(text2, voice1["voice_id"])\n')
     texts = {"natural": ["Then have that voice speak `text1`, or `text2` instead (which always fits) if the character "
-                         "quota left cannot take `text1`."],
+                         "quota left cannot take `text1` (a text exactly as long as what is left still fits)."],
              "steps": ["Set `spoken1 = text_to_speech(text1, voice1[\"voice_id\"])`; on a `PlatformError` whose code is "
                        "`quota_exceeded`, set `spoken1 = text_to_speech(text2, voice1[\"voice_id\"])` instead (it "
                        "always fits)."],
@@ -272,7 +272,7 @@ def call(d: _Draw) -> Step:
              ("value", "call: the agent's name", (f"\"{name}\"",))]
     muts = [Mutation("wrong_item", 'free1 = next(n for n in list_phone_numbers() if n["assigned_agent_id"] is None)\n',
                      "free1 = list_phone_numbers()[0]\n")]
-    results = [Result('call1["from_number"]', {"natural": "the phone number the call came from",
+    results = [Result('call1["from_number"]', {"natural": "the phone number the call came from (the number itself)",
                                                "steps": '`call1["from_number"]`',
                                                "vague": "the calling phone number itself"})]
     calls = [Call("create_agent", ["voice1"], ["agent1"], code, {}),
