@@ -267,7 +267,7 @@ def call(d: _Draw) -> Step:
                        f"number of `list_phone_numbers()` whose `assigned_agent_id` is None (there is one), and set "
                        f"`call1 = make_outbound_call(...)` to `to_number1` from that number."],
              "vague": [f"Set up an agent \"{name}\" with that voice, greeting with `text2`, on the first free phone "
-                       f"number (one is always free), and have it call `to_number1`."]}
+                       f"number in list order (one is always free), and have it call `to_number1`."]}
     facts = [("input", "the setup variable `to_number1`", ("`to_number1`",)),
              ("value", "call: the agent's name", (f"\"{name}\"",))]
     muts = [Mutation("wrong_item", 'free1 = next(n for n in list_phone_numbers() if n["assigned_agent_id"] is None)\n',
