@@ -92,6 +92,28 @@ def _description(method) -> str:
     return re.sub(r"speech: the (.*?) \(or its speech_id\)\.", r"speech_id: the speech_id of the \1.", doc)
 
 
+def _add_submit_result(server, handles: dict, answer: dict, once: bool = False) -> None:
+    """The submit_result tool: RESULT from handles (or ids, or literal values), kept in `answer` for voice://result.
+    With `once`, the first submission ends the episode and a second one is refused."""
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import ToolAnnotations
+
+    from scenarios.calling import SUBMIT_SPEC, submitted
+    from scenarios.voice.world import VoiceWorld
+
+    @server.tool(name=SUBMIT_SPEC.name, description=SUBMIT_SPEC.description,
+                 annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                                             open_world_hint=False))
+    def submit_result(result: list[Any]) -> str:
+        if once and "result" in answer:
+            raise ToolError("the episode is over: submit_result was called")
+        try:
+            answer["result"] = VoiceWorld().canonical(submitted(result, handles))
+        except (KeyError, IndexError, AttributeError, TypeError) as exc:
+            raise ToolError(f"{type(exc).__name__}: {exc}") from exc
+        return "submitted"
+
+
 def build_server(lab: VoiceLab | None = None, seed: int = 0, recording: list | None = None):
     """An MCPServer whose six tools act on `lab` (by default a lab preloaded with a user speech: `recording`, a
     list of (speaker, words) segments such as a task's stored speech, else the seed's)."""
@@ -99,8 +121,7 @@ def build_server(lab: VoiceLab | None = None, seed: int = 0, recording: list | N
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ToolAnnotations
 
-    from scenarios.calling import SUBMIT_SPEC, UnknownHandle, resolve, submitted
-    from scenarios.voice.world import VoiceWorld
+    from scenarios.calling import UnknownHandle, resolve
 
     if lab is None:
         lab = VoiceLab()
@@ -161,15 +182,7 @@ def build_server(lab: VoiceLab | None = None, seed: int = 0, recording: list | N
     def make_outbound_call(speech_id: SpeechId, to_number: str) -> CallRecord:
         return run(lab.make_outbound_call, speech(speech_id), to_number).to_dict()
 
-    @server.tool(name=SUBMIT_SPEC.name, description=SUBMIT_SPEC.description,
-                 annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
-                                             open_world_hint=False))
-    def submit_result(result: list[Any]) -> str:
-        try:
-            answer["result"] = VoiceWorld().canonical(submitted(result, handles))
-        except (KeyError, IndexError, AttributeError, TypeError) as exc:
-            raise ToolError(f"{type(exc).__name__}: {exc}") from exc
-        return "submitted"
+    _add_submit_result(server, handles, answer)
 
     @server.resource("voice://result", name="result", mime_type="application/json",
                      description="What a scorer reads: the submitted RESULT (null before submit_result) and the "
@@ -210,9 +223,7 @@ def build_platform_server(platform):
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ToolAnnotations
 
-    from scenarios.calling import SUBMIT_SPEC, submitted
     from scenarios.voice.platform import TOOLS
-    from scenarios.voice.world import VoiceWorld
 
     server = MCPServer(SERVER_NAME, instructions=PLATFORM_INSTRUCTIONS, log_level="WARNING")
     handles: dict[str, Any] = {}
@@ -242,17 +253,7 @@ def build_platform_server(platform):
                                                     destructive_hint=name in _DESTRUCTIVE,
                                                     idempotent_hint=name in _READ_ONLY, open_world_hint=False))
 
-    @server.tool(name=SUBMIT_SPEC.name, description=SUBMIT_SPEC.description,
-                 annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
-                                             open_world_hint=False))
-    def submit_result(result: list[Any]) -> str:
-        if "result" in answer:
-            raise ToolError("the episode is over: submit_result was called")
-        try:
-            answer["result"] = VoiceWorld().canonical(submitted(result, handles))
-        except (KeyError, IndexError, AttributeError, TypeError) as exc:
-            raise ToolError(f"{type(exc).__name__}: {exc}") from exc
-        return "submitted"
+    _add_submit_result(server, handles, answer, once=True)
 
     @server.resource("voice://result", name="result", mime_type="application/json",
                      description="What a scorer reads: the submitted RESULT and everything the platform holds, once "
