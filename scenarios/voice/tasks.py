@@ -12,6 +12,8 @@ A program is four to six steps:
   quota refuses the first (recovery);
 * `dub`: the new speech dubbed into a language, polled until it is done, its result fetched;
 * `call`: an agent with that voice, the first phone number no agent has, a call to `to_number1`;
+* `steadiest` (where `settings` ran): of the lookup's voices, the one whose stored stability is now the highest (the
+  edit moved the ranking, so the voices read before it are stale);
 * `aggregate` (closing): the characters used by now, or how many voices of an accent the library has.
 
 Populations (`PROFILES`) draw a fresh platform each: `original` (a few matches on one page), `paged` (more than a
@@ -63,7 +65,7 @@ class _Draw:
         self.youngest = rng.random() < 0.7
         k = rng.randrange(len(_TEXTS))
         self.text1, self.text2 = _TEXTS[k], _SHORT[k]
-        self.clear = self.dub = self.call = False
+        self.clear = self.dub = self.call = self.steadiest = False
         self.stability = None
 
     def age_order(self) -> list[str]:
@@ -101,6 +103,20 @@ def _population(d: _Draw, rng: random.Random, profile: str) -> State:
         if decoys:
             rng.choice(decoys)["labels"].update(accent=d.accent, age=order[0],
                                                 use_case=rng.choice([u for u in USE_CASES if u != d.use_case]))
+    if d.steadiest:  # which voice is steadiest after the program's own edit (`steadiest`)
+        others = [v for v in chosen if v is not target]
+        for v in others:
+            v["settings"]["stability"] = min(v["settings"]["stability"], 0.6)
+        if d.stability > 0.7 and profile == "tie":  # another voice stays steadier than the edit makes this one
+            rng.choice(others)["settings"]["stability"] = round(d.stability + 0.05, 2)
+        elif d.stability > 0.7:  # the edit lifts the voice to the top; before it, another one was steadiest
+            target["settings"]["stability"] = 0.3
+            rng.choice(others)["settings"]["stability"] = 0.7
+        else:  # the edit takes the voice from the top, where it shared the lead with voices after it by name
+            after = [v for v in others if (v["name"], v["voice_id"]) > (target["name"], target["voice_id"])]
+            target["settings"]["stability"] = 0.7 if after else 0.75
+            for v in rng.sample(after or others, min(2, len(after or others))):  # often two: the first by name wins
+                v["settings"]["stability"] = 0.7
     # History: items of other voices and of the sought one (more than a page of its own in `busy`).
     own = rng.randint(HISTORY_PAGE_SIZE + 1, HISTORY_PAGE_SIZE + 4) if profile == "busy" else rng.randint(1, 4)
     items = [(target, rng.choice(_TEXTS)) for _ in range(own)]
@@ -182,6 +198,31 @@ def settings(d: _Draw) -> Step:
     calls = [Call("edit_voice_settings", ["voice1"], ["voice1.settings"], code, {})]
     return Step("bulk", code, texts, [("value", "settings: the stability", (f"{d.stability}",))], muts, [], calls,
                 ("settings",))
+
+
+def steadiest(d: _Draw) -> Step:
+    """After the settings step: of the lookup's voices, the one whose stored stability is now the highest. The
+    program's own edit moved the ranking (populations make sure it did), so the voices read before it are stale."""
+    d.steadiest = True
+    search = f'matches2 = every_voice(accent="{d.accent}", use_case="{d.use_case}")\n'
+    code = (search + 'top2 = max(v["settings"]["stability"] for v in matches2)\n'
+            'steady1 = next(v for v in matches2 if v["settings"]["stability"] == top2)\n')
+    texts = {"natural": [f"Then find, among the library's voices with the `{d.accent}` accent and the `{d.use_case}` "
+                         f"use case, the one whose stored stability is now the highest (of several, the first by "
+                         f"name)."],
+             "steps": [f"Let `matches2` be every voice of `search_voices(accent=\"{d.accent}\", "
+                       f"use_case=\"{d.use_case}\")` again (every page), and `steady1` the first of `matches2` whose "
+                       f"`settings[\"stability\"]` is the highest among them."],
+             "vague": [f"Then, of the `{d.accent}` `{d.use_case}` voices, pick the one with the highest stability as "
+                       f"things stand now (ties: the first by name)."]}
+    muts = [Mutation("static_tally", search, "matches2 = matches1\n")]
+    if d.stability < 0.7:  # the others lead then, often two as steady (lifted, the edited voice leads alone)
+        muts.append(Mutation("tie_break", "steady1 = next(v for v in matches2 if",
+                             "steady1 = next(v for v in matches2[::-1] if"))
+    results = [Result('steady1["name"]', {"natural": "the name of that steadiest voice", "steps": '`steady1["name"]`',
+                                          "vague": "the steadiest voice's name"})]
+    calls = [Call("search_voices", [], ["steady1"], code, {})]
+    return Step("aggregate", code, texts, [], muts, results, calls, ("aggregates", "feedback"))
 
 
 def clear(d: _Draw) -> Step:
@@ -313,6 +354,8 @@ def plan(scenario, rng: random.Random) -> Plan:
         steps.append(dub(d))
     if rng.random() < 0.65:
         steps.append(call(d))
+    if d.stability is not None and rng.random() < 0.5:  # after every step that speaks of "that voice"
+        steps.append(steadiest(d))
     steps.append(aggregate(d))
     intro = ("The setup block defines the speech platform's tools (a voice library searched a page at a time, "
              "stored voice settings, a history, a character quota, dubbing jobs, agents and phone numbers) and "

@@ -31,7 +31,7 @@ def programs():
 def test_programs_parse_state_every_fact_and_attack_each_construct(programs):
     operators = Counter(op for p in programs for op, _, _, _ in p.mutants())
     assert {"first_page", "aggregate", "tie_break", "first_match", "predicate", "no_retry", "always_create",
-            "drop_write", "wrong_item"} <= set(operators)
+            "drop_write", "wrong_item", "static_tally"} <= set(operators)
     for p in programs:
         ast.parse(p.reference_code())
         for variant in ("natural", "steps", "vague"):
@@ -40,11 +40,13 @@ def test_programs_parse_state_every_fact_and_attack_each_construct(programs):
 
 
 def test_populations_follow_their_profile(programs):
+    assert any("steady1" in p.reference_code() for p in programs[:20])
     for p in programs[:20]:
         code = p.reference_code()
         accent = code.split('every_voice(accent="')[1].split('"')[0]
         use_case = code.split('use_case="')[1].split('"')[0]
         youngest = "['young', 'middle_aged', 'old']" in code
+        steady = []
         for profile in tasks.PROFILES:
             state = p.population(profile, random.Random(3))
             world = json.loads(state.assets["platform"].data)
@@ -69,6 +71,24 @@ def test_populations_follow_their_profile(programs):
             if profile == "busy":
                 own = [i for i in world["history"] if i["voice_id"] == matches[found]["voice_id"]]
                 assert len(own) > HISTORY_PAGE_SIZE and world["phone_numbers"][0]["assigned_agent_id"]
+            if "steady1" in code:  # which voice is the steadiest after the program's own edit
+                stability = float(code.split("stability=")[1].split(")")[0])
+                edited = [dict(v, settings={**v["settings"], "stability": stability}) if v is matches[found] else v
+                          for v in matches]
+                top = max(v["settings"]["stability"] for v in edited)
+                scan = next((v["voice_id"] for v in matches if v["settings"]["stability"] == top), None)
+                steady.append((_steadiest(edited), _steadiest(matches), matches[found]["voice_id"], scan))
+        if steady:  # some input where the voices read before the edit give another answer (ranked again, or
+            # searched for the new top), and one where the answer is not the edited voice itself (else its name and
+            # the lookup's would be the same RESULT item on every input)
+            assert any(fresh != stale for fresh, stale, _, _ in steady)
+            assert any(fresh != scan for fresh, _, _, scan in steady)
+            assert any(fresh != edited for fresh, _, edited, _ in steady)
+
+
+def _steadiest(voices) -> str:
+    top = max(v["settings"]["stability"] for v in voices)
+    return next(v for v in voices if v["settings"]["stability"] == top)["voice_id"]
 
 
 @pytest.fixture(scope="module")
