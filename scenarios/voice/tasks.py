@@ -1,7 +1,7 @@
 """The voice scenario's frontier programs: steps of the frontier grammar (`scenarios/grammar.py`) over the speech
 platform of `scenarios/voice/platform.py` (a paged library, stored settings, history, quota, dubbing, agents).
 
-A program is four to six steps:
+A program is three to eight steps:
 
 * `lookup` (always): the youngest (or oldest) voice of an accent for a use case, reading every page of the search,
   of several as young the first by name;
@@ -112,9 +112,10 @@ def _population(d: _Draw, rng: random.Random, profile: str) -> State:
         elif d.stability > 0.7:  # the edit lifts the voice to the top; before it, another one was steadiest
             target["settings"]["stability"] = 0.3
             rng.choice(others)["settings"]["stability"] = 0.7
-        else:  # the edit takes the voice from the top, where it shared the lead with voices after it by name
+        else:  # the edit takes the voice from the top: alone there (original, busy), or sharing the lead with
+            # voices after it by name (so the voices read before the edit, searched for the new top, give it)
             after = [v for v in others if (v["name"], v["voice_id"]) > (target["name"], target["voice_id"])]
-            target["settings"]["stability"] = 0.7 if after else 0.75
+            target["settings"]["stability"] = 0.7 if after and profile not in ("original", "busy") else 0.75
             for v in rng.sample(after or others, min(2, len(after or others))):  # often two: the first by name wins
                 v["settings"]["stability"] = 0.7
     # History: items of other voices and of the sought one (more than a page of its own in `busy`).
