@@ -28,7 +28,7 @@ def server_command(case, folder: Path, stem: str) -> list[str]:
     raise ValueError(f"test case {case.name!r} stores neither a platform nor a speech: not a voice task")
 
 
-async def run_episode(args: list[str], calls: list[dict], submit: list | None, errlog=None) -> dict:
+async def run_episode(args: list[str], calls: list[dict], submit: list | None) -> dict:
     """Run `calls` ({"name", "arguments"}) in order on a server started as `python ARGS`, then submit_result
     (unless `submit` is None), and answer {"reported": voice://result as JSON, "errors": each call's error text or
     None}. A refused call is the episode's to carry on from, as a model would."""
@@ -39,7 +39,7 @@ async def run_episode(args: list[str], calls: list[dict], submit: list | None, e
     params = StdioServerParameters(command=sys.executable, args=args, env={"PYTHONPATH": str(ROOT)}, cwd=str(ROOT))
     errors: list[str | None] = []
     with anyio.fail_after(TIMEOUT_S):
-        async with stdio_client(params, **({"errlog": errlog} if errlog is not None else {})) as (read, write):
+        async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
                 await session.initialize()
                 for call in calls:
