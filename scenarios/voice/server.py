@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import json
 import random
 import re
@@ -227,6 +228,7 @@ def build_platform_server(platform):
 
     server = MCPServer(SERVER_NAME, instructions=PLATFORM_INSTRUCTIONS, log_level="WARNING")
     handles: dict[str, Any] = {}
+    made = itertools.count(1)  # tool calls so far: a refused call takes its number too, as in --mode tools
     answer: dict[str, Any] = {}
 
     def adapter(name: str):
@@ -236,12 +238,11 @@ def build_platform_server(platform):
         def tool(**kwargs):
             if "result" in answer:
                 raise ToolError("the episode is over: submit_result was called")
-            handle = f"r{len(handles) + 1}"  # a refused call takes its number too, as in --mode tools
-            handles[handle] = None
+            handle = f"r{next(made)}"
             try:
                 value = method(**kwargs)
             except (ValueError, TypeError) as exc:  # PlatformError is a ValueError: "code: message"
-                raise ToolError(str(exc)) from exc
+                raise ToolError(str(exc)) from exc  # and binds nothing, as in --mode tools
             handles[handle] = value
             return value
 

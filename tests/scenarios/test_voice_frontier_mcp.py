@@ -105,6 +105,7 @@ def test_the_server_lists_the_same_tools_as_tools_mode_and_keeps_the_state_until
         seen["refused"] = await session.call_tool("text_to_speech", {"text": "x" * 11, "voice_id": voice})
         seen["unknown"] = await session.call_tool("get_voice", {"voice_id": "nobody"})
         seen["usage"] = await session.call_tool("get_subscription", {})
+        seen["refused_handle"] = await session.call_tool("submit_result", {"result": ["r3"]})  # bound nothing
         seen["submit"] = await session.call_tool("submit_result", {"result": ["r2['history_item_id']", 7]})
         seen["after"] = await session.call_tool("get_subscription", {})
         seen["again"] = await session.call_tool("submit_result", {"result": [1]})
@@ -128,6 +129,7 @@ def test_the_server_lists_the_same_tools_as_tools_mode_and_keeps_the_state_until
     assert seen["refused"].is_error and "quota_exceeded" in seen["refused"].content[0].text
     assert seen["unknown"].is_error and "voice_not_found" in seen["unknown"].content[0].text
     assert _body(seen["usage"]) == {"character_count": 20, "character_limit": 30}  # the refusal used nothing
+    assert seen["refused_handle"].is_error and "no handle named 'r3'" in seen["refused_handle"].content[0].text
     assert not seen["submit"].is_error
     assert seen["after"].is_error and "episode is over" in seen["after"].content[0].text
     assert seen["again"].is_error
