@@ -193,7 +193,8 @@ class Platform:
     def list_history(self, page_size: int = HISTORY_PAGE_SIZE, start_after_history_item_id: str | None = None,
                      voice_id: str | None = None) -> dict:
         """History items newest first, one page: {"history", "has_more", "last_history_item_id"}; the next page
-        starts after `last_history_item_id`."""
+        starts after `last_history_item_id`. Each call pages the history as it is then (deleted items are gone),
+        and `voice_id` keeps the items made with that voice."""
         if isinstance(page_size, bool) or not isinstance(page_size, int) or not 1 <= page_size <= MAX_PAGE_SIZE:
             _fail("invalid_page_size", 422, f"page_size must be an integer from 1 to {MAX_PAGE_SIZE}")
         items = [i for i in reversed(self.history) if voice_id is None or i["voice_id"] == voice_id]
@@ -250,7 +251,8 @@ class Platform:
     # ------------------------------------------------------------------------------- agents and calls
 
     def create_agent(self, name: str, voice_id: str, first_message: str) -> dict:
-        """A conversational agent that speaks with a library voice: {"agent_id", ...}."""
+        """A conversational agent that speaks with a library voice: {"agent_id", ...}. It has no phone number
+        until one is assigned to it."""
         self._voice(voice_id)
         agent = {"agent_id": self._mint("agent"), "name": name, "voice_id": voice_id, "first_message": first_message}
         self.agents[agent["agent_id"]] = agent

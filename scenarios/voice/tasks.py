@@ -209,8 +209,8 @@ def steadiest(d: _Draw) -> Step:
     code = (search + 'top2 = max(v["settings"]["stability"] for v in matches2)\n'
             'steady1 = next(v for v in matches2 if v["settings"]["stability"] == top2)\n')
     texts = {"natural": [f"Then find, among the library's voices with the `{d.accent}` accent and the `{d.use_case}` "
-                         f"use case, the one whose stored stability is now the highest (of several, the first by "
-                         f"name)."],
+                         f"use case, the one whose stored stability is now the highest (of several as stable, the "
+                         f"first by name)."],
              "steps": [f"Let `matches2` be every voice of `search_voices(accent=\"{d.accent}\", "
                        f"use_case=\"{d.use_case}\")` again (every page), and `steady1` the first of `matches2` whose "
                        f"`settings[\"stability\"]` is the highest among them."],

@@ -102,8 +102,29 @@ def test_history_is_newest_first_in_pages_and_a_deletion_keeps_the_characters_us
         platform.get_history_item(made[2])
 
 
+def test_each_listing_pages_the_history_as_it_is_then_and_a_voice_keeps_the_items_made_with_it(platform):
+    voice, other = platform.voices[5]["voice_id"], platform.voices[6]["voice_id"]
+    made = []
+    for k in range(6):
+        made.append(platform.text_to_speech(f"mine {k}", voice)["history_item_id"])
+        platform.text_to_speech(f"theirs {k}", other)
+    first = platform.list_history(page_size=2, voice_id=voice)
+    assert [i["history_item_id"] for i in first["history"]] == made[:3:-1] and first["has_more"]
+    assert {i["voice_id"] for i in first["history"]} == {voice}
+    for item in first["history"]:  # deleted before the next listing: the later pages close up
+        platform.delete_history_item(item["history_item_id"])
+    again = platform.list_history(page_size=2, voice_id=voice)
+    assert [i["history_item_id"] for i in again["history"]] == [made[3], made[2]]
+    platform.delete_history_item(made[1])  # after the cursor: not on the page that follows it
+    rest = platform.list_history(page_size=2, voice_id=voice, start_after_history_item_id=made[2])
+    assert [i["history_item_id"] for i in rest["history"]] == [made[0]] and not rest["has_more"]
+    with pytest.raises(PlatformError, match="history_item_not_found"):
+        platform.list_history(voice_id=voice, start_after_history_item_id=made[5])
+
+
 def test_a_dubbing_is_ready_after_the_documented_number_of_polls(platform):
     item = platform.text_to_speech("bonjour", platform.voices[0]["voice_id"])
+    used = platform.get_subscription()["character_count"]
     job = platform.create_dubbing(item["history_item_id"], "es")["dubbing_id"]
     for _ in range(DUBBING_POLLS):
         with pytest.raises(PlatformError, match="not_ready"):
@@ -111,17 +132,21 @@ def test_a_dubbing_is_ready_after_the_documented_number_of_polls(platform):
         assert platform.get_dubbing(job)["status"] == "dubbing"
     assert platform.get_dubbing(job)["status"] == "dubbed"
     assert platform.get_dubbed_audio(job)["text"] == "[es] bonjour"
+    assert platform.get_subscription()["character_count"] == used  # a dubbing uses no characters
 
 
 def test_calls_go_through_an_agent_and_a_number_assigned_to_it(platform):
     voice = platform.voices[3]["voice_id"]
+    numbers, used = platform.list_phone_numbers(), platform.get_subscription()["character_count"]
     agent = platform.create_agent("Support", voice, "Hello!")["agent_id"]
-    number = platform.list_phone_numbers()[0]["phone_number_id"]
+    assert platform.list_phone_numbers() == numbers  # a new agent has no number
+    number = numbers[0]["phone_number_id"]
     with pytest.raises(PlatformError, match="phone_number_not_assigned"):
         platform.make_outbound_call(agent, number, "+15550001111")
     platform.assign_phone_number(number, agent)
     call = platform.make_outbound_call(agent, number, "+15550001111")
     assert call["voice_id"] == voice and call["first_message"] == "Hello!"
+    assert platform.get_subscription()["character_count"] == used  # only text_to_speech uses characters
     with pytest.raises(PlatformError, match="voice_in_use"):
         platform.delete_voice(voice)
     platform.delete_voice(platform.voices[4]["voice_id"])
