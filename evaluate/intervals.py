@@ -20,13 +20,13 @@ from one test, so that the interval excludes 0 exactly when p < 0.05, at any num
   this project's tests over every outcome of a few tasks, find it at least 95%;
 - **otherwise** (several samples per task): the sign-flip test of the per-task differences (valid at any number
   of tasks: every flip up to 16 tasks, 2,000 random ones beyond), and the interval that inverts it (Hartigan,
-  1969): every shift of the differences the test does not reject. The interval treats the differences as symmetric about their mean; near -100 or +100 points, where
-  they cannot be, it is approximate, as a t interval is. When every task's difference is the same there is no
-  spread to go on, and no interval is given.
+  1969): every shift of the differences the test does not reject. The interval treats the differences as
+  symmetric about their mean; near -100 or +100 points, where they cannot be, it is approximate, as a t interval
+  is. When every task's difference is the same there is no spread to go on, and no interval is given.
 
-Resampling, and the sign-flip test's random flips, are seeded (`SEED`) and use NumPy's legacy `RandomState`, whose stream NumPy keeps the same across
-versions: the same samples give the same intervals, which is what lets a leaderboard re-score a submission and
-compare every number.
+Resampling, and the sign-flip test's random flips, are seeded (`SEED`) and use NumPy's legacy `RandomState`,
+whose stream NumPy keeps the same across versions: the same samples give the same intervals, which is what lets a
+leaderboard re-score a submission and compare every number.
 """
 
 from __future__ import annotations
@@ -175,8 +175,9 @@ def mcnemar_exact(only_a: int, only_b: int) -> float:
 
 
 def fay_lumbard(only_a: int, only_b: int, tasks: int) -> tuple[float, float]:
-    """The 95% interval of B - A in pass@1 (one sample per task) of Fay and Lumbard (2021), compatible with
-    McNemar's exact test: it excludes 0 exactly when `mcnemar_exact(only_a, only_b)` is below ALPHA.
+    """The 95% interval of B - A in pass@1 (per-task differences of -1, 0 or +1) of Fay and Lumbard (2021),
+    compatible with McNemar's exact test: it excludes 0 exactly when `mcnemar_exact(only_a, only_b)` is below
+    ALPHA.
 
     The difference is T (2 S - 1): T the share of tasks on which the runs disagree, S the share of those that B
     wins. Each share gets the Beta laws of its Clopper-Pearson limits, and the limits of the difference are the
@@ -186,6 +187,7 @@ def fay_lumbard(only_a: int, only_b: int, tasks: int) -> tuple[float, float]:
 
 
 def _fay_lumbard_low(only_a: int, only_b: int, tasks: int) -> float:
+    """The interval's lower limit (its upper limit is minus this with the runs swapped)."""
     discordant = only_a + only_b
     s_law = (only_b, only_a + 1)  # S's lower Clopper-Pearson law (only_b of 0: S is 0)
     # P(T (2 S - 1) <= 0) = P(S <= 1/2) is the binomial tail of McNemar's test: the limit is above 0 exactly when
@@ -239,9 +241,9 @@ def _first_reaching(cdf: Callable[[float], float], target: float, below: float, 
 
 
 def beta_cdf(x, a: int, b: int) -> np.ndarray:
-    """The distribution function of Beta(a, b) at x (a number or an array; the answer is an array). A shape of 0 is a point mass, as Clopper-Pearson's limits of
-    0 or of all successes are: at 0 when a is 0, at 1 when b is. Otherwise the regularized incomplete beta
-    function, from its continued fraction (Numerical Recipes, section 6.4)."""
+    """The distribution function of Beta(a, b) at x (a number or an array; the answer is an array). A shape of 0
+    is a point mass, as Clopper-Pearson's limits of 0 or of all successes are: at 0 when a is 0, at 1 when b is.
+    Otherwise the regularized incomplete beta function, from its continued fraction (Numerical Recipes, 6.4)."""
     x = np.atleast_1d(np.asarray(x, dtype=float))
     if a == 0:
         return (x >= 0).astype(float)
