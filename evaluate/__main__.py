@@ -91,7 +91,8 @@ def parse_args(argv: list[str] | None = None) -> EvalConfig:
     t.add_argument("--timeout", type=positive_seconds, default=d.timeout_s, dest="timeout_s",
                    help=f"seconds per test case (default {d.timeout_s})")
     t.add_argument("--plot", action="store_true", help="also write PNG figures: pass@1 and the outcome of each sample per scenario, the causes of "
-                        "failure per scenario, a histogram of partial credit (needs matplotlib)")
+                        "failure per scenario, a histogram of partial credit (needs matplotlib); on a run already "
+                        "finished with these settings, drawn from its results.json without scoring again")
     c = p.add_argument_group(
         "cost", "Every run records the prompt and completion tokens of each sample and their sums (results.json: "
         "usage). Give both prices to have them turned into USD, per run and per scenario.")
@@ -151,8 +152,11 @@ def main(argv: list[str] | None = None) -> int:
         t = report["turns"]
         print(f"mode {report['mode']}: {t['conversations']} conversations, {t['mean']:.1f} model turns on average, "
               f"at most {t['max']} (limit {report['max_turns']})")
-    print(f"wrote {report['path']}")
-    print(f"kept this run as {report['run_path']}")
+    if report.get("reused"):  # --plot on a finished run: its report is the one already there
+        print(f"read {report['path']} (kept as {report['run_path']}): nothing was scored again")
+    else:
+        print(f"wrote {report['path']}")
+        print(f"kept this run as {report['run_path']}")
     for fig in report.get("figures", []):
         print(f"wrote {fig}")
     return INCOMPLETE if report["summary"]["overall"].get("infra_error") else 0

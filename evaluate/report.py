@@ -38,8 +38,10 @@ cl100k_base estimate, for the reference and --samples), its cost in USD when it 
 existed shows '-' there.
 
 Below the table, every pair of runs is compared on the tasks both scored: the difference in pass@1 (B - A, the
-later row against the earlier), its paired 95% interval, and the p-value of "no difference" (McNemar's exact
-test with one sample per task, a paired bootstrap otherwise); p < 0.05 is marked significant. Two runs whose
+later row against the earlier), the p-value of "no difference" and the paired 95% interval of the same test, which
+excludes 0 exactly when p < 0.05 (McNemar's exact test and Fay and Lumbard's interval when every task's
+difference is -100, 0 or +100 points, as with one sample per task; a sign-flip test and its inversion otherwise:
+docs/scores.md); p < 0.05 is marked significant. Two runs whose
 intervals overlap can still differ significantly: the pairing removes what the tasks share.
 """
 
@@ -176,9 +178,12 @@ def paired_table(runs: list[Run]) -> list[str]:
     labels = _unique_labels(runs)
     counts = [task_counts(r.data.get("samples") or []) for r in runs]
     lines = ["## Paired differences in pass@1", "",
-             "Each pair on the tasks both runs scored: B - A with its paired 95% interval, and the p-value of "
-             "\"no difference\" (McNemar's exact test with one sample per task, otherwise a paired bootstrap). "
-             "Significant: p < 0.05, for that pair alone (not corrected for the number of pairs).", "",
+             "Each pair on the tasks both runs scored: B - A, the p-value of \"no difference\", and the paired 95% "
+             "interval built on the same test, so that it excludes 0 exactly when p < 0.05. mcnemar exact: "
+             "every task's difference is -100, 0 or +100 points (as with one sample per task), McNemar's exact test "
+             "and the interval of Fay and Lumbard (2021); sign-flip: the sign-flip test of the per-task differences "
+             "and its inversion (Hartigan, 1969; '-' when the differences do not vary). Significant: p < 0.05, for "
+             "that pair alone (not corrected for the number of pairs).", "",
              "| A | B | tasks | A pass@1 | B pass@1 | B - A | 95% interval | p | test | significant |",
              "|---|---|---:|---:|---:|---:|---|---:|---|---|"]
     for j in range(len(runs)):
@@ -188,8 +193,9 @@ def paired_table(runs: list[Run]) -> list[str]:
                 continue
             c = compare(counts[i], counts[j])
             p = "< 0.001" if c.p < 0.001 else f"{c.p:.3f}"
+            interval = "-" if c.low is None else f"[{100 * c.low:+.1f}, {100 * c.high:+.1f}]"
             lines.append(f"| {labels[i]} | {labels[j]} | {c.tasks} | {_pct(c.a)} | {_pct(c.b)} | "
-                         f"{100 * c.difference:+.1f} | [{100 * c.low:+.1f}, {100 * c.high:+.1f}] | {p} | {c.test} | "
+                         f"{100 * c.difference:+.1f} | {interval} | {p} | {c.test} | "
                          f"{'**yes**' if c.significant else 'no'} |")
     return lines
 

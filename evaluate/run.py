@@ -190,6 +190,8 @@ def run(config: EvalConfig) -> dict:
 
 
 def _run(config: EvalConfig, tasks: list[TaskRecord], manifest: dict) -> dict:
+    if config.plot and (finished := finished_run(config, tasks, manifest)) is not None:
+        return finished
     replies, turns = None, {}
     check_reachable(config.executor, config.ray_address)  # before generating: a dead cluster is told at once
     if config.samples:
@@ -241,6 +243,39 @@ def _run(config: EvalConfig, tasks: list[TaskRecord], manifest: dict) -> dict:
     return report
 
 
+def finished_run(config: EvalConfig, tasks: list[TaskRecord], manifest: dict) -> dict | None:
+    """--plot on a run that is already finished: its figures, drawn from the report in its folder, and that report
+    (nothing generated or scored again). Finished: the report has the same settings (`settings_hash`: the model,
+    the dataset content and its selection, variant, mode, sampling, time limit), the same library versions and a
+    verdict for every sample, and for --samples the same programs (`answer_hash`). None otherwise: the run goes on
+    as usual."""
+    path = run_dir(config) / results_name(config.variant, config.mode)
+    try:
+        last = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    rows = last.get("samples") if isinstance(last, dict) else None
+    if not isinstance(rows, list) or not isinstance(last.get("summary"), dict) \
+            or any(r.get("status") == INFRA_ERROR for r in rows):
+        return None
+    if config.samples:
+        codes = read_samples(config.samples, {t.task_id for t in tasks})
+        answers = sorted((t, s, answer_hash(code)) for t, cs in codes.items() for s, code in enumerate(cs))
+        if answers != sorted((r.get("task_id"), r.get("sample"), r.get("answer")) for r in rows):
+            return None
+        head = _head(config, "samples", manifest, tasks, min((len(v) for v in codes.values()), default=1))
+    else:
+        head = _head(config, resolve(config.model, config.backend)[1], manifest, tasks, config.n_samples)
+    if settings_hash(last) != settings_hash(head) or last.get("versions") != head["versions"]:
+        return None
+    from evaluate.plots import plot_report
+
+    print(f"{path} holds this run, finished: drawing its figures without scoring again", file=sys.stderr)
+    last.update(path=str(path), run_path=str(run_dir(config) / RUNS_DIR / f"{last.get('run')}.json"), reused=True)
+    last["figures"] = [str(p) for p in plot_report(last, run_dir(config))]
+    return last
+
+
 def _head(config: EvalConfig, backend: str, manifest: dict, tasks: list[TaskRecord], n: int) -> dict:
     """results.json's settings: everything but what scoring finds (summary, usage, samples, containment)."""
     return {
@@ -276,7 +311,7 @@ def unfinished_verdicts(config: EvalConfig, head: dict, codes: dict[str, list]) 
     """The verdicts to keep from the last run in this folder, when it left samples without one (infra_error) and
     had the same settings on the same dataset content: (task, sample) -> its result, for every sample that has a
     verdict there for the same answer (`codes`, compared by `answer_hash`). Empty otherwise: a finished run is
-    scored afresh when the command runs again."""
+    scored afresh when the command runs again (unless with --plot: see `finished_run`)."""
     path = run_dir(config) / results_name(config.variant, config.mode)
     try:
         last = json.loads(path.read_text())

@@ -314,8 +314,12 @@ def table_html(group: Group) -> str:
         rows.append(f'<tr data-order="{order}" data-folder="{_e(e.folder)}">' + "".join(cells) + "</tr>")
     legend = "".join(f'<span class="swatch" style="background:{COLORS[s]}"></span>{STATUS_LABELS[s]}'
                      for s in STATUSES)
-    return (f'<table class="board" data-version="{_e(group.version)}" data-content-hash="{_e(group.content_hash)}">'
-            f"<thead><tr>{''.join(head)}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    # the table scrolls within its own box when it is wider than the page (many scenarios, a narrow window); the
+    # box takes the keyboard focus so that it can be scrolled without a mouse
+    return (f'<div class="table-scroll" tabindex="0" role="region" aria-label="Leaderboard on dataset '
+            f'{_e(group.title)}">'
+            f'<table class="board" data-version="{_e(group.version)}" data-content-hash="{_e(group.content_hash)}">'
+            f"<thead><tr>{''.join(head)}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
             f'<div class="legend">Error mix:{legend}</div>')
 
 

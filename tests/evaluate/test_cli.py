@@ -307,6 +307,16 @@ def test_plot_writes_the_four_figures(small_dataset, tmp_path, hf_cache):
         png = tmp_path / "reference" / "local" / name
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 2000
         assert str(png) in proc.stdout
+    # the same command again: the figures come from the finished run's results.json, and no run is scored or kept
+    report, kept = tmp_path / "reference" / "local" / "results.json", tmp_path / "reference" / "local" / "runs"
+    before, runs = report.read_text(), sorted(kept.iterdir())
+    again = evaluate("--model", "reference", "--dataset", str(small_dataset), "--out", str(tmp_path), "--plot",
+                     hf_cache=hf_cache)
+    assert again.returncode == 0, again.stderr
+    assert f"read {report} (kept as {runs[0]}): nothing was scored again" in again.stdout
+    assert "without scoring again" in again.stderr and "wrote " + str(report) not in again.stdout
+    assert report.read_text() == before and sorted(kept.iterdir()) == runs
+    assert str(tmp_path / "reference" / "local" / "causes.png") in again.stdout
 
 
 @pytest.mark.parametrize("option, value", [("--timeout", "0"), ("--timeout", "-2"), ("--workers", "0"),

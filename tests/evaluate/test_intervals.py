@@ -1,11 +1,13 @@
 """Scores with their uncertainty: the intervals' coverage on simulated data, pass^k against hand-computed values,
-paired comparisons of constructed runs through `python -m evaluate.report`, rank ranges, and release sizes."""
+paired comparisons (their intervals against closed forms, exact coverage and agreement with their tests) and
+constructed runs through `python -m evaluate.report`, rank ranges, and release sizes."""
 
 from __future__ import annotations
 
 import json
 import random
-from math import comb
+from fractions import Fraction
+from math import comb, factorial
 
 import numpy as np
 import pytest
@@ -129,8 +131,126 @@ def test_a_two_point_difference_over_60_tasks_is_not(tmp_path, capsys):
     b = {f"t{i}": [s < (4 if i < 18 else 2 if i < 30 else 3) for s in range(5)] for i in range(60)}
     assert report_main([_run_file(tmp_path, "A", a), _run_file(tmp_path, "B", b)]) == 0
     row = _paired_row(capsys)
-    assert row["B - A"] == "+2.0" and row["test"] == "paired bootstrap" and row["significant"] == "no"
+    assert row["B - A"] == "+2.0" and row["test"] == "sign-flip" and row["significant"] == "no"
     assert float(row["p"]) >= 0.05
+    lo, hi = (float(x) for x in row["95% interval"].strip("[]").split(","))
+    assert lo < 0 < 2 < hi
+
+
+def test_three_tasks_lost_are_not_a_certain_loss(tmp_path, capsys):
+    """A run that passes 3 tasks against one that fails them: McNemar's p is 0.25, and the interval must say as
+    much. Its upper end has a closed form: with every task discordant the share T is 1, and S, the share the later
+    run wins, has the Beta(1, 3) upper law, whose 97.5% quantile is 1 - 0.025^(1/3)."""
+    assert report_main([_run_file(tmp_path, "A", {f"t{i}": [True] for i in range(3)}),
+                        _run_file(tmp_path, "B", {f"t{i}": [False] for i in range(3)})]) == 0
+    row = _paired_row(capsys)
+    assert (row["B - A"], row["p"], row["test"], row["significant"]) == ("-100.0", "0.250", "mcnemar exact", "no")
+    assert row["95% interval"] == f"[-100.0, {100 * (2 * (1 - 0.025 ** (1 / 3)) - 1):+.1f}]" == "[-100.0, +41.5]"
+
+
+def _binary(only_a: int, only_b: int, tasks: int, both: int = 0) -> intervals.Comparison:
+    """Two one-sample runs: only_a tasks only A passes, only_b only B passes, `both` both pass, the rest neither."""
+    kinds = [(1, 0)] * only_a + [(0, 1)] * only_b + [(1, 1)] * both
+    kinds += [(0, 0)] * (tasks - len(kinds))
+    return intervals.compare({f"t{i}": (1, x) for i, (x, _) in enumerate(kinds)},
+                             {f"t{i}": (1, y) for i, (_, y) in enumerate(kinds)})
+
+
+def test_one_task_says_almost_nothing():
+    lost = _binary(1, 0, 1)  # the later run fails the one task the earlier passes
+    assert (lost.difference, lost.p, lost.significant) == (-1.0, 1.0, False)
+    assert lost.low == -1.0 and lost.high == pytest.approx(1 - intervals.ALPHA)  # 2 S - 1, S uniform
+    tied = _binary(0, 0, 1)  # both pass: no discordant task, T has the Beta(1, 1) upper law
+    assert tied.difference == 0 and tied.p == 1.0
+    assert (tied.low, tied.high) == pytest.approx((-(1 - intervals.ALPHA / 2), 1 - intervals.ALPHA / 2))
+
+
+def test_thirty_tasks():
+    swept = _binary(0, 30, 30)  # B wins all 30: T and S both have the Beta(30, 1) lower law, density 30 x^29
+    assert swept.significant and swept.high == 1.0
+    t = (np.arange(200_000) + 0.5) / 200_000  # P(T (2 S - 1) <= low) = 0.025, integrated here on a fine grid
+    assert np.mean(30 * t ** 29 * np.clip((1 + swept.low / t) / 2, 0, 1) ** 30) == pytest.approx(0.025, abs=1e-6)
+    assert swept.low < 2 * 0.025 ** (1 / 30) - 1  # T's upper law (T = 1) gives the less extreme limit
+    clear = _binary(1, 10, 30, both=12)  # p = 2 * P(X <= 1), X ~ Binomial(11, 1/2)
+    assert clear.p == pytest.approx(2 * 12 / 2 ** 11) and clear.significant
+    assert clear.difference == pytest.approx(0.3) and 0 < clear.low < 0.3 < clear.high < 1
+    unclear = _binary(2, 5, 30, both=12)
+    assert unclear.p == pytest.approx(2 * (1 + 7 + 21) / 2 ** 7) and not unclear.significant
+    assert unclear.low < 0 < unclear.difference < unclear.high
+    tied = _binary(0, 0, 30, both=20)  # the runs agree on every task: still not a certain zero
+    assert tied.p == 1.0 and tied.low == pytest.approx(-tied.high) and 0.1 < tied.high < 0.13
+
+
+@pytest.mark.parametrize("tasks", [1, 3, 8])
+def test_the_binary_interval_covers_the_true_difference_for_every_outcome(tasks):
+    """Exact coverage: every outcome of `tasks` paired binary tasks (only A passes, only B passes, or neither
+    differs) weighted by its multinomial probability, on a grid of true shares; at least 95% everywhere."""
+    outcomes = {(x, y): intervals.fay_lumbard(x, y, tasks) for x in range(tasks + 1) for y in range(tasks + 1 - x)}
+    worst = 1.0
+    for only_a in np.linspace(0, 1, 21):
+        for only_b in np.linspace(0, 1 - only_a, 21):
+            covered = sum(factorial(tasks) / (factorial(x) * factorial(y) * factorial(tasks - x - y))
+                          * only_a ** x * only_b ** y * (1 - only_a - only_b) ** (tasks - x - y)
+                          for (x, y), (lo, hi) in outcomes.items() if lo <= only_b - only_a <= hi)
+            worst = min(worst, covered)
+    assert worst >= 0.95, worst
+    assert tasks == 1 or worst < 0.99  # and not the trivial [-100, +100]
+
+
+def test_interval_excludes_zero_exactly_when_the_test_rejects():
+    """Random pair sets, one sample per task (McNemar) and several (sign-flip), exactly and by random flips
+    (more than 16 tasks): the interval excludes 0 if and only if p < 0.05, and both verdicts occur."""
+    rng = random.Random(3)
+    verdicts = {intervals.MCNEMAR: set(), intervals.SIGN_FLIP: set()}
+    for trial in range(160):
+        tasks, samples = rng.choice([1, 2, 3, 6, 10, 16, 17, 30, 60]), rng.choice([1, 1, 3, 5])
+        shift = rng.uniform(-0.6, 0.6)
+        a, b = {}, {}
+        for i in range(tasks):
+            rate = rng.random()
+            a[f"t{i}"] = (samples, sum(rng.random() < rate for _ in range(samples)))
+            b[f"t{i}"] = (samples, sum(rng.random() < rate + shift for _ in range(samples)))
+        c = intervals.compare(a, b)
+        if c.low is None:  # every task's difference the same fraction
+            continue
+        assert c.test == (intervals.MCNEMAR if samples == 1 else c.test)
+        assert (c.low > 0 or c.high < 0) == c.significant == (c.p < 0.05), (a, b, c)
+        assert c.low <= c.difference <= c.high
+        verdicts[c.test].add(c.significant)
+    assert verdicts == {intervals.MCNEMAR: {True, False}, intervals.SIGN_FLIP: {True, False}}
+
+
+def test_the_sign_flip_test_is_mcnemars_on_binary_differences():
+    """Enumerated sign flips of differences of -1, 0 and +1 are McNemar's fair coins: the same p."""
+    rng = random.Random(5)
+    for _ in range(40):
+        differences = [Fraction(rng.choice([-1, 0, 0, 1])) for _ in range(rng.randint(1, 12))]
+        p, _, _ = intervals.sign_flip(differences)
+        assert p == pytest.approx(intervals.mcnemar_exact(differences.count(-1), differences.count(1)))
+
+
+def test_the_sign_flip_interval_covers_the_true_difference_with_several_samples_per_task():
+    """Tasks of Beta(2, 2) difficulty, B ten points better where it can be, 5 samples each, 20 tasks (random
+    flips): the interval holds the population's difference in about 95% of simulated pairs of runs."""
+    rng = np.random.RandomState(17)
+    truth = np.mean(np.clip((base := rng.beta(2, 2, 400_000)) + 0.1, 0, 1) - base)
+    covered, runs = 0, 300
+    for _ in range(runs):
+        rate = rng.beta(2, 2, 20)
+        a, b = rng.binomial(5, rate), rng.binomial(5, np.clip(rate + 0.1, 0, 1))
+        _, lo, hi = intervals.sign_flip([Fraction(int(y) - int(x), 5) for x, y in zip(a, b)])
+        covered += lo <= truth <= hi
+    assert 0.92 <= covered / runs <= 0.98, covered / runs
+
+
+def test_differences_that_do_not_vary_give_no_interval(tmp_path, capsys):
+    """Every task one sample of five better in B: the sign-flip test rejects (p = 2 / 2^8), but a shift of
+    equal differences has no spread to be measured by, so the report gives no interval rather than [+20, +20]."""
+    a = {f"t{i}": [s < 2 for s in range(5)] for i in range(8)}
+    b = {f"t{i}": [s < 3 for s in range(5)] for i in range(8)}
+    assert report_main([_run_file(tmp_path, "A", a), _run_file(tmp_path, "B", b)]) == 0
+    row = _paired_row(capsys)
+    assert (row["B - A"], row["95% interval"], row["test"], row["p"]) == ("+20.0", "-", "sign-flip", "0.008")
 
 
 def test_report_rates_carry_their_interval(tmp_path, capsys):

@@ -1,7 +1,8 @@
 """The built leaderboard page in a real browser: Debian's chromium, driven by chromedriver over plain WebDriver.
 
 WebDriver is JSON over HTTP, so the test speaks it with urllib (no selenium). It opens the page from file://,
-reads the numbers in the table, clicks column headers and checks the new row order. `.ci/run` installs
+reads the numbers in the table, clicks column headers and checks the new row order, and scrolls a table wider
+than the window to its last column. `.ci/run` installs
 `chromium` and `chromium-driver`; where they are missing the test is skipped and says which is missing.
 """
 
@@ -93,6 +94,13 @@ class WebDriver:
 
     def attribute(self, element: str, name: str) -> str | None:
         return self.cmd("GET", f"/element/{element}/attribute/{name}")
+
+    def execute(self, script: str, *args):
+        """Runs `script` (a function body; its arguments in `arguments`) in the page; returns what it returns."""
+        return self.cmd("POST", "/execute/sync", {"script": script, "args": list(args)})
+
+    def resize(self, width: int, height: int) -> None:
+        self.cmd("POST", "/window/rect", {"width": width, "height": height})
 
     def screenshot(self, path: Path) -> None:
         import base64
@@ -200,3 +208,38 @@ def test_page_works_offline_as_one_file(page, tmp_path):
     assert [r["rank"] for r in rows(browser)] == ["1", "2", "3"]
     browser.click(header(browser, "rank"))
     assert [r["rank"] for r in rows(browser)] == ["3", "2", "1"]
+
+
+def test_every_column_can_be_reached_in_a_narrow_window(page, tmp_path):
+    """At 1,300 pixels the tables are wider than the page's column: each must scroll within its own box (the
+    page itself does not scroll sideways), and scrolling the box to its end brings its last header cell, Date,
+    into view, inside the box and inside the window."""
+    browser, _, out = page
+    browser.resize(1300, 900)
+    try:
+        browser.get((out / "index.html").as_uri())
+        for version in ("v1.0.0", "v2.0.0"):  # v2.0.0 holds one validated submission
+            box = browser.execute("""
+                var box = document.querySelector('table.board[data-version="' + arguments[0] + '"]').parentElement;
+                var before = {box: box.className, scrollWidth: box.scrollWidth, clientWidth: box.clientWidth,
+                              window: window.innerWidth, page: document.documentElement.scrollWidth,
+                              pageClient: document.documentElement.clientWidth};
+                box.scrollLeft = box.scrollWidth;
+                var last = box.querySelector('thead th:last-child'), cell = last.getBoundingClientRect();
+                var frame = box.getBoundingClientRect();
+                before.last = last.getAttribute('data-key');
+                before.cell = [cell.left, cell.right];
+                before.frame = [frame.left, frame.right];
+                before.scrolled = box.scrollLeft;
+                return before;""", version)
+            assert box["window"] == 1300 and box["box"] == "table-scroll"
+            assert box["scrollWidth"] > box["clientWidth"], box  # the table is wider than its box: it overflows
+            assert box["page"] <= box["pageClient"], box  # ... into the box, not past the page's right edge
+            assert box["scrolled"] == box["scrollWidth"] - box["clientWidth"] > 0, box
+            assert box["last"] == "date"
+            left, right = box["cell"]
+            assert box["frame"][0] <= left < right <= box["frame"][1] + 0.5 and right <= box["window"], box
+        browser.screenshot(tmp_path / "narrow.png")
+        assert (tmp_path / "narrow.png").stat().st_size > 10_000
+    finally:
+        browser.resize(1280, 1100)

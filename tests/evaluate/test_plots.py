@@ -1,6 +1,9 @@
-"""`--plot`'s figures: every label inside the frame it belongs to."""
+"""`--plot`'s figures: every label inside the frame it belongs to, and a finished run drawn from its results."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import pytest
 
@@ -60,3 +63,71 @@ def test_causes_and_partial_credit_figures(tmp_path, monkeypatch):
         assert sum(counts) == 4 and counts[0] == 1 and counts[5] == 1 and counts[-1] == 2
     for f in figures:
         plt.close(f)
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Counts what a run asks for: answers generated, sandboxes started and samples scored."""
+    import evaluate.run as run_module
+
+    calls = {"generate": 0, "sandbox": 0, "scored": 0}
+
+    def counting(name, real, size=lambda result: 1):
+        def wrapper(*args, **kwargs):
+            result = real(*args, **kwargs)
+            calls[name] += size(result)
+            return result
+        return wrapper
+
+    monkeypatch.setattr(run_module, "generate", counting("generate", run_module.generate))
+    monkeypatch.setattr(run_module, "make_executor", counting("sandbox", run_module.make_executor))
+    monkeypatch.setattr(run_module, "score", counting("scored", run_module.score, len))
+    return calls
+
+
+def test_plot_on_a_finished_run_draws_from_its_results(small_dataset, tmp_path, counted):
+    """A run scored once; the same command with --plot draws the figures from its results.json and starts no
+    sandbox, while a changed setting (another time limit) is a new run and is scored."""
+    from evaluate.run import EvalConfig, run
+
+    config = dict(model="reference", dataset=str(small_dataset), out=str(tmp_path), limit=3, workers=2)
+    first = run(EvalConfig(**config))
+    assert counted == {"generate": 1, "sandbox": 1, "scored": 3}
+    stored = Path(first["path"]).read_text()
+
+    again = run(EvalConfig(**config, plot=True))
+    assert counted == {"generate": 1, "sandbox": 1, "scored": 3}  # nothing more
+    assert again["reused"] and again["summary"] == first["summary"] and again["run"] == first["run"]
+    assert [Path(p).name for p in again["figures"]] == ["pass_at_1.png", "error_types.png", "causes.png",
+                                                        "partial_credit.png"]
+    assert all(Path(p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in again["figures"])
+    assert Path(first["path"]).read_text() == stored and len(list((tmp_path / "reference" / "local" / "runs")
+                                                               .iterdir())) == 1
+
+    other = run(EvalConfig(**config, plot=True, timeout_s=20.0))
+    assert counted == {"generate": 2, "sandbox": 2, "scored": 6} and "reused" not in other
+
+
+def test_plot_scores_samples_that_changed_or_lack_a_verdict(small_dataset, small_tasks, tmp_path, counted):
+    """--samples: the stored run is drawn from only while the file holds the programs it scored, and only when
+    every sample has a verdict."""
+    from evaluate.run import EvalConfig, run
+
+    samples = tmp_path / "answers.jsonl"
+    rows = [{"task_id": t.task_id, "code": t.reference_program} for t in small_tasks[:2]]
+    samples.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    config = EvalConfig(samples=str(samples), dataset=str(small_dataset), out=str(tmp_path), limit=2, workers=2,
+                        plot=True)
+    first = run(config)
+    assert counted["scored"] == 2 and "reused" not in first
+    assert run(config)["reused"] and counted["scored"] == 2
+
+    rows[1]["code"] = "RESULT = None\n"
+    samples.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    changed = run(config)
+    assert counted["scored"] == 4 and "reused" not in changed and changed["summary"]["overall"]["pass@1"] == 0.5
+
+    report = json.loads(Path(changed["path"]).read_text())
+    report["samples"][1]["status"] = "infra_error"  # as a worker lost on every retry leaves it
+    Path(changed["path"]).write_text(json.dumps(report))
+    assert "reused" not in run(config) and counted["scored"] == 6
