@@ -209,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     config, overwrite = parse(argv)
     from builder.checkpoint import describe
     from builder.dataset import DatasetError
+    from evaluate.errors import DISK_FULL, CannotWrite, cannot_write
     from evaluate.executor import ExecutorError
     from evaluate.models import BackendError
     from evaluate.sandbox import SandboxFault
@@ -216,8 +217,15 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         report = build(config, overwrite)
-    except (DatasetError, ValueError, ExecutorError, SandboxFault, BackendError) as exc:
+    except (DatasetError, ValueError, ExecutorError, SandboxFault, BackendError, CannotWrite) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a shard or the card on a full disk
+        if exc.errno not in DISK_FULL:
+            raise
+        kept = describe(config.out)
+        print(f"error: {cannot_write(config.out, exc, resume=', then run the same command again')}"
+              + (f" ({kept})" if kept else ""), file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # the folder is renamed into place at the very end: an interrupt leaves it as it was
         note = f"{config.out} was left as it was"

@@ -23,6 +23,7 @@ from typing import Iterator
 from builder import __version__
 from builder.config import BuildConfig
 from evaluate.data import DATA_DIR, DatasetError, file_sha256
+from evaluate.errors import writing
 
 CHECKPOINT = ".checkpoint.json"  # hidden: a copy left in a finished folder is never published
 NOT_CONTENT = ("out", "workers", "concurrency", "executor", "ray_address")  # settings that change how a build runs, never what it writes
@@ -36,11 +37,14 @@ def partial_folder(out: Path) -> Path:
 @contextmanager
 def exclusive(out: Path) -> Iterator[None]:
     """Held for a whole build: two builds of one --out at once would share its unfinished build's folder, so the
-    second is refused (a lock file beside --out, removed when the build ends)."""
+    second is refused (a lock file beside --out, removed when the build ends). A folder where nothing can be
+    written (read-only, a file in the way) is refused here, in one line (`CannotWrite`), before any work."""
     out = Path(out)
     lock = out.with_name(f".{out.name}.lock")
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock, "w") as f:
+    with writing(out):
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        f = open(lock, "w")
+    with f:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -87,10 +91,15 @@ class Checkpoint:
             checkpoint = cls(folder, config, saved["state"])
             checkpoint._check_shards()
             return checkpoint
-        shutil.rmtree(folder, ignore_errors=True)
-        (folder / DATA_DIR).mkdir(parents=True)
         checkpoint = cls(folder, config, {})
-        checkpoint.save({})
+        with writing(config.out):
+            shutil.rmtree(folder, ignore_errors=True)
+            try:
+                (folder / DATA_DIR).mkdir(parents=True)
+                checkpoint.save({})
+            except OSError:
+                checkpoint.abandon()  # nothing finished: nothing is left behind
+                raise
         return checkpoint
 
     def save(self, state: dict) -> None:

@@ -126,25 +126,27 @@ def parse_args(argv: list[str] | None = None) -> EvalConfig:
 def main(argv: list[str] | None = None) -> int:
     config = parse_args(argv)
     from evaluate.data import DatasetError
+    from evaluate.errors import DISK_FULL, CannotWrite, cannot_write
     from evaluate.executor import ExecutorError
     from evaluate.models import BackendError, UnknownModel
     from evaluate.run import format_table, format_usage, resume_note, run
     from evaluate.runlock import RunFolderError
-    from evaluate.sandbox import DISK_FULL, SandboxFault
+    from evaluate.sandbox import SandboxFault
 
     try:
         report = run(config)
-    except (DatasetError, UnknownModel, BackendError, ExecutorError, SandboxFault, RunFolderError) as exc:
+    except (DatasetError, UnknownModel, BackendError, ExecutorError, SandboxFault, RunFolderError,
+            CannotWrite) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # the sandbox has already stopped its workers and removed their folders
         print(f"interrupted; {resume_note(config)}", file=sys.stderr)
         return INTERRUPTED
-    except OSError as exc:  # writing the conversations or the report on a full disk
+    except OSError as exc:  # writing the conversations on a full disk
         if exc.errno not in DISK_FULL:
             raise
-        print(f"error: cannot write {exc.filename or config.out}: {exc.strerror}; free some space there, then run "
-              f"the same command again ({resume_note(config)})", file=sys.stderr)
+        resume = f", then run the same command again ({resume_note(config)})"
+        print(f"error: {cannot_write(exc.filename or config.out, exc, resume=resume)}", file=sys.stderr)
         return 2
     print(format_table(report["summary"]))
     print(format_usage(report["usage"]))

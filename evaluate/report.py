@@ -16,6 +16,7 @@ from pathlib import Path
 
 from evaluate.arguments import Parser
 from evaluate.diagnosis import format_causes, format_metric
+from evaluate.errors import CannotWrite, writing
 from evaluate.intervals import compare, format_rate
 from evaluate.models import COUNTED_BY_CL100K
 from evaluate.scoring import CI, reported_ks, task_counts, with_intervals
@@ -266,12 +267,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     sys.stdout.write(text)
     sys.stdout.flush()  # the table first, then the lines on stderr saying what was written
+    status = 0
     if a.out:
-        Path(a.out).write_text(text)
-        print(f"wrote {a.out}", file=sys.stderr)
+        try:
+            with writing(a.out):
+                Path(a.out).write_text(text)
+            print(f"wrote {a.out}", file=sys.stderr)
+        except CannotWrite as exc:  # the table is printed above all the same
+            print(f"error: {exc}", file=sys.stderr)
+            status = 2
     if figure:
         print(f"wrote {figure}", file=sys.stderr)
-    return 0
+    return status
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from evaluate.data import DatasetError, TaskRecord, created_after, load_tasks, results_name, run_suffix, sample_lines
+from evaluate.errors import check_writable, writing
 from evaluate.episodes import (CODE, DEFAULT_MAX_TURNS, TOOLS, Driver, answers, conversation_usage, lost_samples,
                                turns_used)
 from evaluate.models import BackendError, Request, Sampling, Usage, get_backend, resolve
@@ -184,7 +185,10 @@ def run(config: EvalConfig) -> dict:
     if config.limit is not None:
         tasks = tasks[: config.limit]
     # A run that generates holds its folder (its cache and conversations) from here to its report; a --samples run
-    # writes only the report, which `write_report` makes safe to race, and leaves no folder if it stops before.
+    # writes only the report, which `write_report` makes safe to race, and leaves no folder if it stops before
+    # (it checks first that the folder can be made, rather than fail once everything is scored).
+    if config.samples:
+        check_writable(run_dir(config))
     with nullcontext() if config.samples else exclusive(run_dir(config)):
         return _run(config, tasks, manifest)
 
@@ -234,7 +238,8 @@ def _run(config: EvalConfig, tasks: list[TaskRecord], manifest: dict) -> dict:
     if turns:
         report["turns"] = turns_summary(turns)
     out = run_dir(config)
-    kept, latest = write_report(out, report, results_name(config.variant, config.mode))
+    with writing(out, resume=f", then run the same command again ({resume_note(config)})"):
+        kept, latest = write_report(out, report, results_name(config.variant, config.mode))
     report["path"], report["run_path"] = str(latest), str(kept)
     if config.plot:
         from evaluate.plots import plot_report

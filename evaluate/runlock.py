@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from evaluate.errors import cannot_write
+
 LOCK = ".evaluate.lock"
 
 
@@ -33,8 +35,7 @@ def exclusive(folder: Path) -> Iterator[None]:
         lock.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)  # never truncated here: it names the holder
     except OSError as exc:
-        raise RunFolderError(f"cannot write in {lock.parent} ({exc.strerror}); free some space or fix its "
-                             "permissions, or pass another --out") from exc
+        raise RunFolderError(cannot_write(lock.parent, exc)) from exc
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import re
+import shutil
 import signal
+import subprocess
 import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
 
 # A private `datasets` cache for the test session (set before `datasets` is imported anywhere), so tests never
 # read rows another build left in the user's cache.
@@ -44,3 +52,88 @@ def interruptible() -> None:
     without job control (nohup, `&`, some CI runners) inherits SIGINT ignored, and so would the child; Python then
     never turns SIGINT into KeyboardInterrupt, and the Ctrl-C under test could not happen."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+
+# ------------------------------------------------------------------------------ outputs that cannot be written
+
+
+@contextmanager
+def read_only(folder: Path) -> Iterator[None]:
+    """`folder` read-only for this process while inside: mode 555 and, for root, whom modes do not bind, the
+    immutable attribute as well (chattr +i), which does. Skips the test only where neither binds this user (root on
+    a file system without that attribute)."""
+    mode = folder.stat().st_mode & 0o7777
+    folder.chmod(0o555)
+    immutable = os.geteuid() == 0 and shutil.which("chattr") is not None and subprocess.run(
+        ["chattr", "+i", str(folder)], capture_output=True).returncode == 0
+    try:
+        if _can_write_in(folder):
+            pytest.skip("this user can write in a folder of mode 555, and chattr +i does not work here")
+        yield
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", str(folder)], check=True)
+        folder.chmod(mode)
+
+
+def _can_write_in(folder: Path) -> bool:
+    try:
+        (folder / "probe").mkdir()
+    except OSError:
+        return False
+    (folder / "probe").rmdir()
+    return True
+
+
+@functools.cache
+def read_only_mount_problem() -> str | None:
+    """Why a command cannot be run with a folder mounted read-only (None: it can; see `Unwritable`)."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        return "needs root and unshare(1) to mount a folder read-only in a mount namespace of the command's own"
+    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True, text=True)
+    return None if probe.returncode == 0 else f"unshare -m is refused here ({probe.stderr.strip()})"
+
+
+@dataclass
+class Unwritable:
+    """A folder where a command can write nothing, one of three ways (see the `unwritable` fixture)."""
+
+    folder: Path  # give the command an output path in it
+    why: str  # a regular expression for the reason its one-line error gives
+    mount: bool = False  # the folder is read-only only inside a mount namespace: run the command with `argv`
+
+    def argv(self, argv: list) -> list[str]:
+        """The command line that runs `argv` where the folder cannot be written."""
+        argv = [str(a) for a in argv]
+        if not self.mount:
+            return argv
+        script = 'mount --bind "$0" "$0" && mount -o remount,ro,bind "$0" "$0" && exec "$@"'
+        return ["unshare", "-m", "sh", "-c", script, str(self.folder), *argv]
+
+
+@pytest.fixture(params=["read-only folder", "read-only file system", "a file in the way"])
+def unwritable(request, tmp_path) -> Iterator[Unwritable]:
+    """A folder where nothing can be written, for root too: read-only (mode 555, chattr +i), on a read-only bind
+    mount (in the command's own mount namespace: run it with `Unwritable.argv`), or a regular file (a path under
+    it cannot be made)."""
+    if request.param == "a file in the way":
+        (tmp_path / "a-file").write_text("not a folder\n")
+        yield Unwritable(tmp_path / "a-file", f"{re.escape(str(tmp_path / 'a-file'))} is a file, not a folder")
+        return
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    if request.param == "read-only file system":
+        if read_only_mount_problem():
+            pytest.skip(read_only_mount_problem())
+        yield Unwritable(folder, "read-only file system", mount=True)
+        return
+    with read_only(folder):
+        yield Unwritable(folder, "(permission denied|operation not permitted)")
+
+
+@pytest.fixture
+def under_a_file(tmp_path) -> Path:
+    """A path whose parent is a regular file: nobody, root included, can make it."""
+    (tmp_path / "a-file").write_text("not a folder\n")
+    return tmp_path / "a-file" / "sub"

@@ -84,6 +84,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
     from evaluate.data import DatasetError
+    from evaluate.errors import CannotWrite
     from evaluate.leaderboard.submission import SubmissionError
 
     try:
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         for path in report.files:
             print(f"wrote {path}")
         return 0
-    except (SubmissionError, DatasetError) as exc:
+    except (SubmissionError, DatasetError, CannotWrite) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -19,6 +19,7 @@ from string import Template
 
 from cards import LEADERBOARD_PAGE, template
 from evaluate.episodes import CODE, MODES
+from evaluate.errors import writing
 from evaluate.intervals import rank_ranges
 from evaluate.leaderboard.submission import (
     DEFAULT_ROOT,
@@ -373,18 +374,22 @@ def render_markdown(report: BuildReport) -> str:
 
 def insert_markdown(path: Path, table: str) -> None:
     """Replace what lies between the leaderboard markers of a README or dataset card."""
-    text = path.read_text()
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SubmissionError(f"cannot read --insert-into {path} ({exc.strerror}); pass a file that has "
+                              f"{MARK_START} ... {MARK_END} markers to put the table between") from exc
     start, end = text.find(MARK_START), text.find(MARK_END)
     if start < 0 or end < start:
         raise SubmissionError(f"{path} has no {MARK_START} ... {MARK_END} markers to put the table between")
-    path.write_text(text[: start + len(MARK_START)] + "\n" + table.rstrip("\n") + "\n" + text[end:])
+    with writing(path, "--insert-into"):
+        path.write_text(text[: start + len(MARK_START)] + "\n" + table.rstrip("\n") + "\n" + text[end:])
 
 
 def build(out: str | Path, root: str | Path = DEFAULT_ROOT, dataset: str | None = None, revalidate: bool = False,
           insert_into: list[str | Path] = (), workers: int | None = None) -> BuildReport:
     report = collect(root, dataset, revalidate, workers)
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     markdown = render_markdown(report)
     files = {
@@ -398,8 +403,10 @@ def build(out: str | Path, root: str | Path = DEFAULT_ROOT, dataset: str | None 
             "skipped": report.skipped,
         }, indent=2) + "\n",
     }
-    for path, text in files.items():
-        path.write_text(text)
+    with writing(out):
+        out.mkdir(parents=True, exist_ok=True)
+        for path, text in files.items():
+            path.write_text(text)
     report.files = list(files)
     for target in insert_into:
         insert_markdown(Path(target), markdown)

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from evaluate.data import DatasetError, TaskRecord, file_sha256, load_tasks, results_name, run_suffix, sample_lines
 from evaluate.episodes import CODE, MODES
+from evaluate.errors import writing
 from evaluate.models import Sampling
 from evaluate.models.cache import GenerationCache, prompt_key
 from evaluate.names import slug
@@ -302,13 +303,8 @@ def submit(run_dir: str | Path, name: str, org: str | None = None, params: str |
 
     date = results["evaluated_at"][:10]
     dest = Path(root) / SUBMISSIONS / f"{slug(name)}_{date}"
-    if dest.exists():
-        if not force:
-            raise SubmissionError(f"{dest} already exists; pass --force to replace it")
-        shutil.rmtree(dest)
-    dest.mkdir(parents=True)
-    shutil.copyfile(report_path, dest / RESULTS)
-    (dest / GENERATIONS).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    if dest.exists() and not force:
+        raise SubmissionError(f"{dest} already exists; pass --force to replace it")
     metadata = {
         "format": METADATA_FORMAT,
         "name": name.strip(),
@@ -327,5 +323,15 @@ def submit(run_dir: str | Path, name: str, org: str | None = None, params: str |
                     "scenarios": ds.get("scenarios")},
         "sampling": results["sampling"],
     }
-    (dest / METADATA).write_text(json.dumps(metadata, indent=2) + "\n")
+    with writing(dest, "--root"):
+        if dest.exists():
+            shutil.rmtree(dest)
+        dest.mkdir(parents=True)
+        try:
+            shutil.copyfile(report_path, dest / RESULTS)
+            (dest / GENERATIONS).write_text("".join(json.dumps(r) + "\n" for r in rows))
+            (dest / METADATA).write_text(json.dumps(metadata, indent=2) + "\n")
+        except OSError:
+            shutil.rmtree(dest, ignore_errors=True)  # never half a submission
+            raise
     return dest

@@ -29,6 +29,7 @@ from importlib import metadata
 from pathlib import Path
 
 from evaluate.data import DatasetError, load_tasks
+from evaluate.errors import check_writable, writing
 from evaluate.leaderboard.submission import (
     GENERATIONS,
     METADATA,
@@ -105,21 +106,24 @@ def validate(folder: str | Path, dataset: str = "stateeval", sandbox=None, timeo
              workers: int | None = None) -> Report:
     """Validate one submission folder against the maintainers' `dataset` (a folder, or a Hub id at the version).
 
-    Writes `validation.json` into the folder when it is valid, and removes a stale one otherwise.
+    Writes `validation.json` into the folder when it is valid, and removes a stale one otherwise (`CannotWrite`
+    where the folder cannot be written).
     `sandbox`: an open `Sandbox` to reuse (several submissions in one process); else one is started here.
     """
     folder = Path(folder)
     report = Report(folder)
+    stamp_path = folder / VALIDATION
+    check_writable(stamp_path, option=None)  # before the re-scoring, not after it
     try:
         sub = load_submission(folder)
         _validate(sub, dataset, sandbox, timeout_s, workers, report)
     except (SubmissionError, DatasetError) as exc:
         report.problems.append(str(exc))
-    stamp_path = folder / VALIDATION
-    if report.ok:  # only reached with `sub` loaded: a folder that cannot be read is a problem
-        stamp_path.write_text(json.dumps(_stamp(sub, report), indent=2) + "\n")
-    elif stamp_path.is_file():
-        stamp_path.unlink()
+    with writing(stamp_path, option=None):
+        if report.ok:  # only reached with `sub` loaded: a folder that cannot be read is a problem
+            stamp_path.write_text(json.dumps(_stamp(sub, report), indent=2) + "\n")
+        elif stamp_path.is_file():
+            stamp_path.unlink()
     return report
 
 

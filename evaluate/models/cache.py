@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import os
@@ -10,9 +9,8 @@ import threading
 from dataclasses import asdict
 from pathlib import Path
 
+from evaluate.errors import DISK_FULL
 from evaluate.models import BackendError, Sampling, Usage
-
-DISK_FULL = {errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded"}
 
 
 def prompt_key(messages: list[dict], sampling: Sampling, model: str, sample: int, extra: dict | None = None) -> str:

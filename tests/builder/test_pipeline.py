@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import errno
 import json
 import os
 import re
@@ -343,6 +344,34 @@ def test_precision_sizes_the_build(tmp_path):
     done = run_cli("--precision", "5", "--out", "ds", cwd=tmp_path)
     assert done.returncode == 2 and "between 0 and 0.5" in done.stderr and len(done.stderr.splitlines()) == 1
     assert not (tmp_path / "ds").exists()
+
+
+def test_an_out_that_cannot_be_written_is_refused_in_one_line_before_any_work(unwritable, tmp_path):
+    """Read-only, on a read-only file system, or under a regular file: one line naming --out, the reason and the
+    fix, exit code 2, and nothing written."""
+    out = unwritable.folder / "ds"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run(unwritable.argv([sys.executable, "-m", "builder", "--scenarios", "tensor", "--n", "2",
+                                           "--out", out]), cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert re.fullmatch(f"error: cannot write {re.escape(str(out))}: {unwritable.why}; .*--out\n", done.stderr)
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    assert not os.path.lexists(out)
+
+
+def test_a_full_disk_while_building_stops_in_one_line(tmp_path, monkeypatch, capsys):
+    from builder.__main__ import main
+
+    def disk_full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp_path / ".ds.partial" / "shard"))
+
+    monkeypatch.setattr(pipeline, "write_shard", disk_full)
+    assert main(["--scenarios", "tensor", "--n", "2", "--workers", "1", "--out", str(tmp_path / "ds")]) == 2
+    err = capsys.readouterr().err
+    assert err.endswith(f"error: cannot write {tmp_path / 'ds'}: no space left on device; free some space there, "
+                        "then run the same command again\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no shard was finished: nothing is kept
 
 
 def test_cli_rejects_bad_numbers(tmp_path):

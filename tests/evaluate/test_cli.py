@@ -206,6 +206,24 @@ def test_unknown_task_id_in_samples(small_dataset, rows, tmp_path, hf_cache):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("how", ["--model", "--samples"])
+def test_an_out_that_cannot_be_written_is_refused_in_one_line_before_scoring(small_dataset, rows, tmp_path, hf_cache,
+                                                                            unwritable, how):
+    """A model run cannot lock its folder; a --samples run, which writes only at its end, asks first."""
+    samples = write_samples(tmp_path / "refs.jsonl", [{"task_id": r["task_id"], "code": r["reference_program"]}
+                                                      for r in rows])
+    folder = unwritable.folder / "out" / ("reference" if how == "--model" else "refs") / "local"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_DATASETS_CACHE=str(hf_cache))
+    proc = subprocess.run(unwritable.argv([sys.executable, "-m", "evaluate", how,
+                                           "reference" if how == "--model" else samples, "--dataset", small_dataset,
+                                           "--out", unwritable.folder / "out"]),
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert re.fullmatch(f"error: cannot write {re.escape(str(folder))}: {unwritable.why}; .*--out\n", proc.stderr)
+    assert proc.stdout == ""  # nothing was scored
+    assert not os.path.lexists(unwritable.folder / "out")
+
+
 def test_missing_dataset_folder_says_how_to_build_one(tmp_path, hf_cache):
     proc = evaluate("--model", "reference", "--dataset", "no-such-stateeval", "--out", str(tmp_path / "out"),
                     cwd=tmp_path, hf_cache=hf_cache)

@@ -7,8 +7,11 @@ leaderboard_support.py). Refusal cases start from a copy of a validated submissi
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +27,8 @@ from evaluate.leaderboard.board import (
     version_key,
 )
 from evaluate.leaderboard.validation import stamp_problem
+from tests.conftest import read_only
+from tests.evaluate.leaderboard_support import ROOT
 from tests.evaluate.leaderboard_support import board as make_board
 from tests.evaluate.leaderboard_support import cli, expected_pass1, ok
 
@@ -118,6 +123,22 @@ def test_run_without_a_dataset_version_asks_for_one(lb, tmp_path):
 def test_existing_submission_is_not_replaced_without_force(lb):
     with pytest.raises(SubmissionError, match="--force"):
         submit(lb.runs["reference"], "Reference replay", root=lb.root)
+
+
+def test_a_root_that_cannot_be_written_is_refused_in_one_line(lb, unwritable):
+    root = unwritable.folder / "lb"
+    proc = cli_in(unwritable, "submit", lb.runs["reference"], "--name", "Nowhere", "--root", root)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert re.fullmatch(f"error: cannot write {re.escape(str(root))}/submissions/Nowhere_[0-9-]+: {unwritable.why}; "
+                        ".*--root\n", proc.stderr)
+    assert not os.path.lexists(root) and proc.stdout == ""
+
+
+def cli_in(unwritable, *args) -> subprocess.CompletedProcess:
+    """`python -m evaluate.leaderboard ARGS`, run where `unwritable.folder` cannot be written."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run(unwritable.argv([sys.executable, "-m", "evaluate.leaderboard", *args]), cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
 
 
 def test_link_must_be_http(lb, tmp_path):
@@ -315,6 +336,24 @@ def test_build_leaves_out_unvalidated_and_edited_submissions(lb, tmp_path):
     assert "results.json changed after validation" in report.skipped[lb.submissions["zeta"].name]
 
 
+def test_an_out_that_cannot_be_written_is_refused_in_one_line(lb, unwritable):
+    site = unwritable.folder / "site"
+    proc = cli_in(unwritable, "build", "--out", site, "--root", lb.root)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert re.fullmatch(f"error: cannot write {re.escape(str(site))}: {unwritable.why}; .*--out\n", proc.stderr)
+    assert not os.path.lexists(site)
+
+
+def test_a_submission_folder_that_cannot_be_written_stops_validation_in_one_line(lb, tmp_path):
+    folder = copy(lb.submissions["zeta"], tmp_path / "zeta")
+    (folder / "validation.json").unlink()
+    with read_only(folder):
+        proc = cli("evaluate.leaderboard", "validate", folder, "--dataset", lb.dataset_v1, "--workers", "1")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert re.fullmatch(f"error: cannot write {re.escape(str(folder))}/validation.json: (permission denied|operation "
+                        f"not permitted); make {re.escape(str(folder))} writable\n", proc.stderr)
+
+
 def test_build_inserts_the_markdown_between_markers(lb, tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text("# Card\n\n<!-- leaderboard:start -->\nold\n<!-- leaderboard:end -->\n\nafter\n")
@@ -324,6 +363,8 @@ def test_build_inserts_the_markdown_between_markers(lb, tmp_path):
     assert "| 3 | 2–3 | Beta-70B | Beta AI | 70B | open | 50.0 [25.4, 74.6] | 50.0 [25.4, 74.6] |" in text
     with pytest.raises(SubmissionError, match="markers"):
         build(tmp_path / "site", lb.root, insert_into=[tmp_path / "site" / "leaderboard.md"])
+    with pytest.raises(SubmissionError, match=r"cannot read --insert-into .*missing.md \(No such file"):
+        build(tmp_path / "site", lb.root, insert_into=[tmp_path / "missing.md"])
 
 
 def test_text_from_a_submission_is_escaped():

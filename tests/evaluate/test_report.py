@@ -4,6 +4,8 @@ and the refusal to put runs on different datasets or variants together."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -109,6 +111,17 @@ def test_a_file_that_is_not_a_results_json_is_named(tmp_path, capsys):
                                               "(it has no summary)"
     assert main([str(tmp_path / "missing.json")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_an_out_that_cannot_be_written_is_one_line_after_the_table(two_runs, unwritable):
+    reference, wrong = two_runs
+    md = unwritable.folder / "r.md"
+    proc = subprocess.run(unwritable.argv([sys.executable, "-m", "evaluate.report", reference, wrong, "--out", md]),
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "| reference |" in proc.stdout  # the table is printed all the same
+    assert re.fullmatch(f"error: cannot write {re.escape(str(md))}: {unwritable.why}; .*--out\n", proc.stderr)
+    assert not os.path.lexists(md)
 
 
 def test_plot_and_out_write_the_figure_and_the_table(two_runs, tmp_path, capsys):
