@@ -35,7 +35,9 @@ class VLLMBackend(Backend):
         try:
             import vllm
         except ImportError as exc:
-            raise missing_extra("vllm", "vllm") from exc
+            raise BackendError(f"{missing_extra('vllm', 'vllm')} on a machine with a CUDA GPU, which vLLM needs; "
+                               "without one, use --backend hf on the CPU, or --backend openai --base-url URL for a "
+                               "vllm serve endpoint elsewhere") from exc
         import torch
 
         if not torch.cuda.is_available():

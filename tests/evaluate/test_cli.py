@@ -224,6 +224,60 @@ def test_an_out_that_cannot_be_written_is_refused_in_one_line_before_scoring(sma
     assert not os.path.lexists(unwritable.folder / "out")
 
 
+@pytest.mark.parametrize("model, why", [
+    ("qwen", r"the 'vllm' package is not installed; run: pip install 'stateeval\[vllm\]' on a machine with a CUDA "
+             "GPU, which vLLM needs; without one, use --backend hf"),
+    ("no-such-model", "unknown model alias 'no-such-model'"),
+    ("gpt-4.1-nano", "set OPENAI_API_KEY to use 'gpt-4.1-nano'"),
+])
+def test_a_run_that_cannot_start_leaves_no_folder(small_dataset, tmp_path, monkeypatch, capsys, model, why):
+    """It used to leave results/<model>/local/.evaluate.lock in a folder of its own making."""
+    from evaluate.__main__ import main
+
+    monkeypatch.setitem(sys.modules, "vllm", None)  # import vllm -> ImportError, wherever vllm is installed
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    (tmp_path / "results").mkdir()  # the folder that was there before stays, even empty
+    assert main(["--model", model, "--dataset", str(small_dataset), "--out", str(tmp_path / "results")]) == 2
+    assert re.match(f"error: {why}", capsys.readouterr().err)
+    assert list((tmp_path / "results").iterdir()) == []
+
+
+def test_the_lock_and_the_folders_a_run_made_go_only_when_it_wrote_nothing_there(tmp_path):
+    from evaluate.runlock import LOCK, exclusive
+
+    folder = tmp_path / "results" / "m" / "local"
+    with exclusive(folder):
+        assert (folder / LOCK).read_text() == f"{os.getpid()}\n"
+    assert list(tmp_path.iterdir()) == []
+    with exclusive(folder):
+        (folder / "generations.jsonl").write_text("{}\n")  # a reply cached: the folder and its lock stay
+    assert sorted(p.name for p in folder.iterdir()) == [LOCK, "generations.jsonl"]
+
+
+def test_a_lock_file_removed_while_a_run_locks_it_is_locked_afresh(tmp_path, monkeypatch):
+    """The run that held the lock wrote nothing and removed the file between this run's open and its flock: this
+    run must hold the file now at that name, or a third run would lock a new file and write the folder too."""
+    import fcntl
+
+    from evaluate.runlock import LOCK, RunFolderError, exclusive
+
+    folder = tmp_path / "m" / "local"
+    real_flock, calls = fcntl.flock, []
+
+    def flock(fd, operation):
+        if not calls:
+            (folder / LOCK).unlink()
+        calls.append(fd)
+        return real_flock(fd, operation)
+
+    monkeypatch.setattr(fcntl, "flock", flock)
+    with exclusive(folder):
+        assert len(calls) == 2  # locked the removed file, saw it gone, locked the new one
+        with pytest.raises(RunFolderError, match="another python -m evaluate is writing"):
+            with exclusive(folder):
+                pass
+
+
 def test_missing_dataset_folder_says_how_to_build_one(tmp_path, hf_cache):
     proc = evaluate("--model", "reference", "--dataset", "no-such-stateeval", "--out", str(tmp_path / "out"),
                     cwd=tmp_path, hf_cache=hf_cache)

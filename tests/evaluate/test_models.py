@@ -377,9 +377,11 @@ def test_hf_counts_generated_tokens_up_to_the_end_of_sequence():
 # ------------------------------------------------------------------------------------------------- vLLM
 
 
-def test_vllm_missing_extra_names_the_install(monkeypatch):
+def test_vllm_missing_extra_names_the_install_and_the_gpu_it_needs(monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", None)  # import vllm -> ImportError
-    with pytest.raises(BackendError, match=r"pip install 'stateeval\[vllm\]'"):
+    with pytest.raises(BackendError, match=r"pip install 'stateeval\[vllm\]' on a machine with a CUDA GPU, which "
+                                           "vLLM needs; without one, use --backend hf on the CPU, or --backend "
+                                           "openai --base-url URL"):
         get_backend("qwen").prepare()
 
 
