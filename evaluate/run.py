@@ -70,12 +70,16 @@ def run_dir(config: EvalConfig) -> Path:
 
 
 def read_samples(path: str, task_ids: set[str]) -> dict[str, list[str | None]]:
-    """{"task_id": ..., "code": ...} per line; several lines for one task are several samples."""
+    """{"task_id": ..., "code": ...} per line; several lines for one task are several samples. A file without
+    a line is refused: a run that scores nothing is no result."""
     codes: dict[str, list[str | None]] = defaultdict(list)
     for n, task_id, code in sample_lines(path):
         if task_id not in task_ids:
             raise DatasetError(f"{path}:{n}: task_id {task_id!r} is not in the dataset (wrong --dataset?)")
         codes[task_id].append(code if isinstance(code, str) and code.strip() else None)
+    if not codes:
+        raise DatasetError(f"{path} holds no answers, so there is nothing to score; pass a JSONL file with one "
+                           '{"task_id": ..., "code": ...} line per answer')
     return dict(codes)
 
 

@@ -206,6 +206,17 @@ def test_unknown_task_id_in_samples(small_dataset, rows, tmp_path, hf_cache):
     assert not (tmp_path / "out").exists()
 
 
+def test_an_empty_samples_file_is_refused_in_one_line_and_writes_nothing(small_dataset, tmp_path, hf_cache):
+    """Nothing scored is no result: it used to exit 0 with a results.json over 0 tasks."""
+    samples = write_samples(tmp_path / "empty.jsonl", [])
+    proc = evaluate("--samples", str(samples), "--dataset", str(small_dataset), "--out", str(tmp_path / "out"),
+                    hf_cache=hf_cache)
+    assert proc.returncode == 2, proc.stdout
+    assert proc.stderr == (f"error: {samples} holds no answers, so there is nothing to score; pass a JSONL file with "
+                           'one {"task_id": ..., "code": ...} line per answer\n')
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("how", ["--model", "--samples"])
 def test_an_out_that_cannot_be_written_is_refused_in_one_line_before_scoring(small_dataset, rows, tmp_path, hf_cache,
                                                                             unwritable, how):
