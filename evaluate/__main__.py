@@ -83,7 +83,8 @@ def parse_args(argv: list[str] | None = None) -> EvalConfig:
     m.add_argument("--max-turns", type=at_least_one, default=d.max_turns,
                    help=f"model turns per conversation (tools), or code runs before the answer (explore); default "
                         f"{d.max_turns}")
-    t.add_argument("--limit", type=at_least_one, default=None, help="score only the first N tasks")
+    t.add_argument("--limit", type=at_least_one, default=None,
+                   help="score only the first N tasks of each scenario (in the dataset's order)")
     t.add_argument("--since", default=None, metavar="YYYY-MM-DD",
                    help="score only tasks created after this date (e.g. a model's training cut-off; fresh splits)")
     t.add_argument("--out", default=d.out, help="results root; a run writes <out>/<model>/<revision>/ (default results)")

@@ -83,6 +83,17 @@ def read_samples(path: str, task_ids: set[str]) -> dict[str, list[str | None]]:
     return dict(codes)
 
 
+def first_of_each_scenario(tasks: list[TaskRecord], limit: int) -> list[TaskRecord]:
+    """`--limit`: the first `limit` tasks of each scenario, in the dataset's order."""
+    taken: dict[str, int] = defaultdict(int)
+    kept = []
+    for t in tasks:
+        if taken[t.scenario] < limit:
+            taken[t.scenario] += 1
+            kept.append(t)
+    return kept
+
+
 def generate(config: EvalConfig, tasks: list[TaskRecord]) -> tuple[dict[str, list[str | None]],
                                                               dict[tuple[str, int], Usage | None]]:
     """Replies for every task and sample, and the tokens each cost: from the cache where possible (a cached
@@ -187,7 +198,7 @@ def run(config: EvalConfig) -> dict:
     if config.since:
         tasks = created_after(tasks, config.since)
     if config.limit is not None:
-        tasks = tasks[: config.limit]
+        tasks = first_of_each_scenario(tasks, config.limit)
     # A run that generates holds its folder (its cache and conversations) from here to its report; a --samples run
     # writes only the report, which `write_report` makes safe to race, and leaves no folder if it stops before
     # (it checks first that the folder can be made, rather than fail once everything is scored).

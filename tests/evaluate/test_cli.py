@@ -380,6 +380,26 @@ def test_help(hf_cache):
     assert proc.returncode == 0
     for option in ("--model", "--dataset", "--samples", "--n-samples", "--out", "--revision", "--scenario"):
         assert option in proc.stdout
+    assert "first N tasks of each scenario" in " ".join(proc.stdout.split())
+
+
+def test_limit_takes_the_first_tasks_of_each_scenario(tmp_path, capsys):
+    """`--limit 2 --scenario tensor,voice` used to score the first two tasks in split order: tensor's only."""
+    from builder.config import BuildConfig
+    from builder.pipeline import build
+    from evaluate.__main__ import main
+    from evaluate.data import load_tasks
+
+    dataset = tmp_path / "two"
+    build(BuildConfig(out=str(dataset), scenarios=["tensor", "voice"], n=3, seed=0, created_at="2026-01-01",
+                      workers=1))
+    tasks, _ = load_tasks(str(dataset))
+    first_two = [t.task_id for s in ("tensor", "voice") for t in [t for t in tasks if t.scenario == s][:2]]
+    assert main(["--model", "reference", "--dataset", str(dataset), "--scenario", "tensor,voice", "--limit", "2",
+                 "--out", str(tmp_path / "out"), "--workers", "1"]) == 0
+    report = written(types.SimpleNamespace(stdout=capsys.readouterr().out))
+    assert sorted(s["task_id"] for s in report["samples"]) == sorted(first_two)
+    assert {s: b["tasks"] for s, b in report["summary"]["scenarios"].items()} == {"tensor": 2, "voice": 2}
 
 
 def test_plot_writes_the_four_figures(small_dataset, tmp_path, hf_cache):
