@@ -1,9 +1,11 @@
-"""One-line errors the command lines share: output that cannot be written.
+"""One-line errors the command lines share: output that cannot be written, and lists too long for one line.
 
 Every command refuses what it cannot do in one line that names the problem and the fix (exit code 2, no
-traceback). `cannot_write` is that line for an output path that cannot be written (a folder that is read-only or
-not this user's, a read-only file system, a file where a folder must go, a full disk): `cannot write PATH: why;
-what to do`.
+traceback). Two such lines recur across the commands and are written here once:
+
+- `cannot_write`: an output path that cannot be written (a folder that is read-only or not this user's, a read-only
+  file system, a file where a folder must go, a full disk): `cannot write PATH: why; what to do`;
+- `first_few`: a list of hundreds of task ids, cut to its first few and a count of the rest.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 DISK_FULL = {errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded"}
+SHOWN = 5  # the items of a long list that a one-line error shows
 
 
 class CannotWrite(RuntimeError):
@@ -67,6 +70,13 @@ def check_writable(path: str | Path, option: str | None = "--out") -> None:
         os.rmdir(tempfile.mkdtemp(prefix=".stateeval-probe-", dir=found))
     except OSError as exc:
         raise CannotWrite(cannot_write(path, exc, option)) from exc
+
+
+def first_few(items: Iterable, shown: int = SHOWN) -> str:
+    """`a, b, c, d, e and 278 more`: a list as a one-line error shows it."""
+    items = [str(item) for item in items]
+    rest = len(items) - shown
+    return ", ".join(items[:shown]) + (f" and {rest} more" if rest > 0 else "")
 
 
 def _nearest_existing(path: Path) -> Path:

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from evaluate.data import DatasetError, TaskRecord, file_sha256, load_tasks, results_name, run_suffix, sample_lines
 from evaluate.episodes import CODE, MODES
-from evaluate.errors import writing
+from evaluate.errors import first_few, writing
 from evaluate.models import Sampling
 from evaluate.models.cache import GenerationCache, prompt_key
 from evaluate.names import slug
@@ -171,9 +171,9 @@ def coverage_problems(results: dict, tasks: list[TaskRecord]) -> tuple[list[str]
     extra = sorted(str(tid) for tid in seen if tid not in wanted)
     if missing:
         problems.append(f"{len(missing)} of the dataset's {len(wanted)} tasks are missing from results.json: "
-                        + ", ".join(missing))
+                        + first_few(missing))
     if extra:
-        problems.append(f"results.json scores {len(extra)} task(s) the dataset does not have: " + ", ".join(extra))
+        problems.append(f"results.json scores {len(extra)} task(s) the dataset does not have: " + first_few(extra))
     for tid, samples in seen.items():
         if tid in wanted and sorted(samples) != list(range(n)):
             per_task[tid] = [f"samples {sorted(samples)} in results.json, expected 0..{n - 1} (n_samples {n})"]
@@ -193,7 +193,7 @@ def _run_generations(run_dir: Path, results: dict, tasks: list[TaskRecord]) -> l
     missing = sorted({tid for (tid, _), key in keys.items() if key not in replies})
     if missing:
         raise SubmissionError(
-            f"{path} lacks the replies of {len(missing)} task(s) ({', '.join(missing[:10])}) for this dataset's "
+            f"{path} lacks the replies of {len(missing)} task(s) ({first_few(missing)}) for this dataset's "
             "prompts and the sampling in results.json; re-run python -m evaluate with the same arguments"
         )
     return [{"key": keys[k], "task_id": k[0], "sample": k[1], "reply": replies[keys[k]]} for k in keys]
@@ -286,9 +286,11 @@ def submit(run_dir: str | Path, name: str, org: str | None = None, params: str |
                               f"run was scored on {str(ds.get('content_hash'))[:12]}; pass the run's --dataset")
     problems, per_task = coverage_problems(results, tasks)
     if problems or per_task:
-        details = problems + [f"{tid}: {'; '.join(d)}" for tid, d in sorted(per_task.items())]
+        if per_task:
+            problems.append(f"{len(per_task)} task(s) have other samples than results.json's n_samples asks: "
+                            + first_few((f"{tid} ({'; '.join(d)})" for tid, d in sorted(per_task.items())), 2))
         raise SubmissionError("a submission scores every task of its dataset version, n samples each, and this "
-                              "run does not (--limit, --scenario or --since?): " + " | ".join(details))
+                              "run does not (--limit, --scenario or --since?): " + " | ".join(problems))
     unscored = sum(row.get("status") == INFRA_ERROR for row in results["samples"])
     if unscored:
         raise SubmissionError(f"{unscored} sample(s) of this run have no verdict (infra_error: their sandbox "

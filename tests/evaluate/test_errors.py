@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from evaluate.errors import CannotWrite, cannot_write, check_writable, writing
+from evaluate.errors import CannotWrite, cannot_write, check_writable, first_few, writing
 from tests.conftest import read_only
 
 
@@ -63,3 +63,10 @@ def test_check_writable_asks_before_the_work_and_leaves_nothing(tmp_path, under_
                         "writable or pass another --out", str(caught.value))
     assert list(locked.iterdir()) == []
 
+
+def test_first_few_counts_the_rest():
+    ids = [f"tensor-{i:04d}" for i in range(283)]
+    assert first_few(ids) == "tensor-0000, tensor-0001, tensor-0002, tensor-0003, tensor-0004 and 278 more"
+    assert first_few(ids[:5]) == ", ".join(ids[:5])
+    assert first_few(["a"]) == "a" and first_few([]) == ""
+    assert first_few(ids[:3], shown=2) == "tensor-0000, tensor-0001 and 1 more"

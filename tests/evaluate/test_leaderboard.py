@@ -125,6 +125,30 @@ def test_existing_submission_is_not_replaced_without_force(lb):
         submit(lb.runs["reference"], "Reference replay", root=lb.root)
 
 
+def test_a_run_missing_most_tasks_is_refused_in_one_short_line(lb, tmp_path):
+    """The error used to list every missing task id (283 of them, 3,000 characters, for the default release)."""
+    run = copy(lb.runs["reference"], tmp_path / "run")
+    edit_json(run / "results.json", lambda r: r.update(samples=r["samples"][:2]))
+    with pytest.raises(SubmissionError) as caught:
+        submit(run, "Two tasks", root=tmp_path / "lb")
+    message = str(caught.value)
+    assert "10 of the dataset's 12 tasks are missing from results.json: tensor-0002, tensor-0003, tensor-0004, " \
+           "tensor-0005, tensor-0006 and 5 more" in message
+    assert "\n" not in message and "tensor-0011" not in message
+    assert not (tmp_path / "lb").exists()
+
+
+def test_tasks_with_the_wrong_samples_are_counted_not_listed(lb, tmp_path):
+    run = copy(lb.runs["reference"], tmp_path / "run")
+    edit_json(run / "results.json", lambda r: r.update(samples=r["samples"] + [dict(s, sample=1)
+                                                                                for s in r["samples"]]))
+    with pytest.raises(SubmissionError) as caught:
+        submit(run, "Extra samples", root=tmp_path / "lb")
+    assert "12 task(s) have other samples than results.json's n_samples asks: tensor-0000 (samples [0, 1] in " \
+           "results.json, expected 0..0 (n_samples 1)), tensor-0001 (" in str(caught.value)
+    assert "tensor-0002" not in str(caught.value) and str(caught.value).endswith("and 10 more")
+
+
 def test_a_root_that_cannot_be_written_is_refused_in_one_line(lb, unwritable):
     root = unwritable.folder / "lb"
     proc = cli_in(unwritable, "submit", lb.runs["reference"], "--name", "Nowhere", "--root", root)
