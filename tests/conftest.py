@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Iterator
 
 # A private `datasets` cache for the test session (set before `datasets` is imported anywhere), so tests never
-# read rows another build left in the user's cache.
-os.environ["HF_DATASETS_CACHE"] = tempfile.mkdtemp(prefix="stateeval-hf-cache-")
+# read rows another build left in the user's cache; removed when the session ends (`pytest_sessionfinish`).
+HF_CACHE = tempfile.mkdtemp(prefix="stateeval-hf-cache-")
+os.environ["HF_DATASETS_CACHE"] = HF_CACHE
 
 import pytest  # noqa: E402
 
@@ -52,6 +53,10 @@ def interruptible() -> None:
     without job control (nohup, `&`, some CI runners) inherits SIGINT ignored, and so would the child; Python then
     never turns SIGINT into KeyboardInterrupt, and the Ctrl-C under test could not happen."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    shutil.rmtree(HF_CACHE, ignore_errors=True)
 
 
 
