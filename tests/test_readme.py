@@ -48,8 +48,9 @@ PAGES = {
             "python -m evaluate --model gpt-4.1-nano --mode tools": HOSTED,
             "inspect eval stateeval/stateeval -T scenario=session --model openai/gpt-4.1": HOSTED,
             "python -m evaluate --model gpt-4.1-nano --dataset stateeval-fresh --since 2026-06-30": HOSTED,
-            'python -m evaluate.leaderboard submit results/qwen/v1.0.0 --name "Qwen2.5-Coder-32B-Instruct" '
-            "--org Alibaba --params 32B --weights open --link https://huggingface.co/Qwen/Qwen2.5-Coder-32B-Instruct":
+            "python -m evaluate.leaderboard submit results/qwen/local --dataset-version v1.0.0 --name "
+            '"Qwen2.5-Coder-32B-Instruct" --org Alibaba --params 32B --weights open '
+            "--link https://huggingface.co/Qwen/Qwen2.5-Coder-32B-Instruct":
                 "a run of Qwen on a GPU",
             "python -m evaluate.leaderboard validate leaderboard/submissions/Qwen2.5-Coder-32B-Instruct_2026-11-22 "
             "--dataset stateeval": "that run's submission",
@@ -114,6 +115,32 @@ def test_every_command_is_run_or_says_why_not(page):
     shown = page_commands(page)
     assert [c for c in shown if c not in listed] == []
     assert [c for c in listed if c not in shown and c not in SET_UP] == []  # nothing stale here either
+
+
+def parse_with_the_commands_own_parser(argv: list[str]) -> None:
+    """Parse `python -m MODULE ARGS` with MODULE's own argument parser, which exits (2) on an option it lacks."""
+    from builder.__main__ import parse as builder_args
+    from evaluate.__main__ import parse_args as evaluate_args
+    from evaluate.leaderboard.__main__ import parser as leaderboard_parser
+    from evaluate.report import parse_args as report_args
+
+    parsers = {"builder": builder_args, "evaluate": evaluate_args, "evaluate.report": report_args,
+               "evaluate.leaderboard": leaderboard_parser().parse_args}
+    assert argv[:2] == ["python", "-m"] and argv[2] in parsers, argv
+    parsers[argv[2]](argv[3:])
+
+
+@pytest.mark.parametrize("command", sorted({c for page in PAGES for c in page_commands(page)
+                                            if c.startswith("python -m ")}))
+def test_every_command_line_is_one_its_command_accepts(command):
+    """Also those run elsewhere (a GPU, a hosted model): an option a page shows must be one the command has."""
+    parse_with_the_commands_own_parser(shlex.split(command))
+
+
+def test_a_command_line_with_an_option_its_command_lacks_is_caught():
+    with pytest.raises(SystemExit):
+        parse_with_the_commands_own_parser(shlex.split("python -m evaluate.leaderboard submit results/qwen/local "
+                                                       "--version v1.0.0 --name Qwen"))
 
 
 def run(command: str, cwd: Path) -> subprocess.CompletedProcess:
