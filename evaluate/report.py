@@ -261,8 +261,9 @@ def main(argv: list[str] | None = None) -> int:
         if problem and not a.force:
             raise ReportError(problem)
         text = render_markdown(runs, forced=a.force)
-        figure = plot(runs, Path(a.plot)) if a.plot else None
-    except (ReportError, BackendError) as exc:
+        with writing(a.plot or ".", "--plot"):
+            figure = plot(runs, Path(a.plot)) if a.plot else None
+    except (ReportError, BackendError, CannotWrite) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     sys.stdout.write(text)

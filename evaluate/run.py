@@ -69,18 +69,27 @@ def run_dir(config: EvalConfig) -> Path:
     return Path(config.out) / slug(config.model_name, "--") / slug(config.revision or "local", "--")
 
 
-def read_samples(path: str, task_ids: set[str]) -> dict[str, list[str | None]]:
+def read_samples(path: str, task_ids: set[str], selected: bool = False) -> dict[str, list[str | None]]:
     """{"task_id": ..., "code": ...} per line; several lines for one task are several samples. A file without
-    a line is refused: a run that scores nothing is no result."""
+    a line is refused: a run that scores nothing is no result. `selected`: the run scores a selection of the
+    dataset (--scenario, --limit, --since), so lines for tasks outside it are left out rather than refused."""
     codes: dict[str, list[str | None]] = defaultdict(list)
     for n, task_id, code in sample_lines(path):
         if task_id not in task_ids:
+            if selected:
+                continue
             raise DatasetError(f"{path}:{n}: task_id {task_id!r} is not in the dataset (wrong --dataset?)")
         codes[task_id].append(code if isinstance(code, str) and code.strip() else None)
     if not codes:
-        raise DatasetError(f"{path} holds no answers, so there is nothing to score; pass a JSONL file with one "
-                           '{"task_id": ..., "code": ...} line per answer')
+        among = " for the tasks selected (--scenario, --limit, --since; or a wrong --dataset?)" if selected else ""
+        raise DatasetError(f"{path} holds no answers{among}, so there is nothing to score; pass a JSONL file with "
+                           'one {"task_id": ..., "code": ...} line per answer')
     return dict(codes)
+
+
+def selected(config: EvalConfig) -> bool:
+    """Whether the run scores part of the dataset only."""
+    return bool(config.scenarios or config.limit is not None or config.since)
 
 
 def first_of_each_scenario(tasks: list[TaskRecord], limit: int) -> list[TaskRecord]:
@@ -214,7 +223,7 @@ def _run(config: EvalConfig, tasks: list[TaskRecord], manifest: dict) -> dict:
     replies, turns = None, {}
     check_reachable(config.executor, config.ray_address)  # before generating: a dead cluster is told at once
     if config.samples:
-        codes = read_samples(config.samples, {t.task_id for t in tasks})
+        codes = read_samples(config.samples, {t.task_id for t in tasks}, selected(config))
         backend = "samples"
         usage = samples_usage(config, tasks, codes)
     else:
@@ -279,7 +288,7 @@ def finished_run(config: EvalConfig, tasks: list[TaskRecord], manifest: dict) ->
             or any(r.get("status") == INFRA_ERROR for r in rows):
         return None
     if config.samples:
-        codes = read_samples(config.samples, {t.task_id for t in tasks})
+        codes = read_samples(config.samples, {t.task_id for t in tasks}, selected(config))
         answers = sorted((t, s, answer_hash(code)) for t, cs in codes.items() for s, code in enumerate(cs))
         if answers != sorted((r.get("task_id"), r.get("sample"), r.get("answer")) for r in rows):
             return None

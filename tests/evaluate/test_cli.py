@@ -206,6 +206,21 @@ def test_unknown_task_id_in_samples(small_dataset, rows, tmp_path, hf_cache):
     assert not (tmp_path / "out").exists()
 
 
+def test_samples_for_the_whole_dataset_score_a_selection_of_it(small_dataset, rows, tmp_path, hf_cache):
+    """--limit (or --scenario, --since) scores part of the dataset: answers to the other tasks are left out, not
+    refused as unknown; an answers file with none for the part selected is refused."""
+    samples = write_samples(tmp_path / "refs.jsonl", [{"task_id": r["task_id"], "code": r["reference_program"]}
+                                                      for r in rows])
+    proc = evaluate("--samples", str(samples), "--dataset", str(small_dataset), "--limit", "2",
+                    "--out", str(tmp_path / "out"), hf_cache=hf_cache)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(r["task_id"] for r in written(proc)["samples"]) == sorted(r["task_id"] for r in rows)[:2]
+    others = write_samples(tmp_path / "others.jsonl", [{"task_id": "tensor-9999", "code": "RESULT = None\n"}])
+    proc = evaluate("--samples", str(others), "--dataset", str(small_dataset), "--limit", "2",
+                    "--out", str(tmp_path / "out2"), hf_cache=hf_cache)
+    assert proc.returncode == 2 and "holds no answers for the tasks selected" in proc.stderr
+
+
 def test_an_empty_samples_file_is_refused_in_one_line_and_writes_nothing(small_dataset, tmp_path, hf_cache):
     """Nothing scored is no result: it used to exit 0 with a results.json over 0 tasks."""
     samples = write_samples(tmp_path / "empty.jsonl", [])

@@ -124,6 +124,15 @@ def test_an_out_that_cannot_be_written_is_one_line_after_the_table(two_runs, unw
     assert not os.path.lexists(md)
 
 
+def test_a_plot_folder_that_cannot_be_made_is_one_line(two_runs, under_a_file, capsys):
+    pytest.importorskip("matplotlib")
+    reference, wrong = two_runs
+    assert main([str(reference), str(wrong), "--plot", str(under_a_file)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: cannot write {under_a_file}: {under_a_file.parent} is a file, not a folder; pass another " \
+                  "--plot\n"
+
+
 def test_plot_and_out_write_the_figure_and_the_table(two_runs, tmp_path, capsys):
     pytest.importorskip("matplotlib")
     reference, wrong = two_runs
