@@ -13,8 +13,9 @@ A program is three to five steps drawn from:
   whichever of its other members owns the fewest of the collection at that moment);
 * in three programs of four, a second loop of the same kind over a collection no other step reads (its list is
   `changed2`);
-* a closing step: rename the session found first, retrying once on 412 with what a fresh read answers (recovery),
-  an aggregate read after the writes (a count, a total, a maximum), or a bulk delete by owner.
+* a closing step: rename the session found first, retrying once on 412 with what a fresh read answers (recovery:
+  the loop before it changes that session in some profiles and leaves it alone in `none`, so that some test case
+  takes each branch), an aggregate read after the writes (a count, a total, a maximum), or a bulk delete by owner.
 
 The reference reads listings with a paging helper (`every_session`) and, like any careful program, acts on what
 the service answers now: a session the loop changed has a newer version and other members than when it was found.
@@ -587,7 +588,11 @@ def rename(d: _Draw, found: dict, looped: dict) -> Step:
     code = first + recover + 'version1 = r.json()["version"]\n'
     stale = (f'    r = requests.put(f"{item}", json={{**found1["data"], "title": found1["data"]["title"] + {suffix!r}}}, '
              f'headers={{"If-Match": current.headers["ETag"]}})\n')
-    muts = [Mutation("no_retry", recover, ""), Mutation("retry_stale", retry, stale)]
+    # One mutant for each branch of the recovery: no retry dies only where the first try is refused (412), a first
+    # try that leaves the title as it is only where the first try succeeds (the loop left the session alone).
+    muts = [Mutation("no_retry", recover, ""), Mutation("retry_stale", retry, stale),
+            Mutation("first_try", first, first.replace(
+                f'json={{**found1["data"], "title": found1["data"]["title"] + {suffix!r}}}', 'json=found1["data"]'))]
     texts = {
         "natural": [f"Then append {suffix!r} to the title of the session you found first, changing nothing "
                     f"else (no other session has the title this gives it)."],
@@ -606,6 +611,7 @@ def rename(d: _Draw, found: dict, looped: dict) -> Step:
              Call("get_session", ["found1.id", "r.status"], ["current.data", "current.etag"], recover, {}),
              Call("update_session", ["found1.id", "current.data", "current.etag"], ["r.version"], retry, {})]
     d.shapers.append((2, lambda pop, rng, profile: _shape_stale(pop, rng, profile, found, looped)))
+    d.shapers.append((2, lambda pop, rng, profile: _shape_untouched(pop, rng, profile, found, looped)))
     d.shapers.append((7, lambda pop, rng, profile: _shape_collision(pop, found, looped)))
     return Step("recovery", code, texts, facts, muts, results, calls, ("recovery", "versions"))
 
@@ -1092,6 +1098,18 @@ def _shape_stale(pop: _Pop, rng, profile, found, looped) -> None:
         data.update(before)
 
 
+def _shape_untouched(pop: _Pop, rng, profile, found, looped) -> None:
+    """In the `none` profile the loop leaves the session found first alone, so that a rename after it succeeds at
+    the first try there (the other branch of its recovery, which the profiles of `_shape_stale` take). No session
+    matches the loop's predicate in that profile, except the found one under a loop over the sessions of its
+    owner: that one then holds the member the body would add, or lacks the one it would remove."""
+    if profile != "none":
+        return
+    data = pop.colls[found["type"]][_found(pop, found)]
+    if _matches(looped["kind"], pop.values[looped["pe"]], data) and looped["body"] in ("remove", "add"):
+        _make_match("member", pop.values[looped["me"]], data, rng, pop.people, looped["body"] == "add")
+
+
 WRITES = {"remove": 1, "add": 1, "handover": 2, "retitle": 2}  # the writes a loop's body makes to a session it acts on
 
 
@@ -1240,7 +1258,11 @@ def plan(scenario, rng: random.Random) -> Plan:
     # When the loop may act on the found session, its change must keep that session the one the lookup finds: the
     # most members only grow, the fewest only shrink, and the newest of an owner keeps its owner.
     kinds = ("member",) if same and found["kind"] == "newest" else ("owner", "member")
-    step, looped = loop(d, found, allow_delete=not fix, chain=chain, same=same, kinds=kinds)
+    # A rename after a loop over the found session's owner's sessions: that loop always reaches the found session,
+    # so its body must be one that may leave it alone (a member write), or the rename's first try could never
+    # succeed and one branch of its recovery would go untested.
+    bodies = ("remove", "add") if fix and chain else None
+    step, looped = loop(d, found, allow_delete=not fix, chain=chain, same=same, kinds=kinds, bodies=bodies)
     steps.append(step)
     if fix:
         steps.append(rename(d, found, looped))
