@@ -392,14 +392,17 @@ def loop(d: _Draw, found: dict | None, allow_delete: bool, chain: bool = False,
     elif body == "handover":
         lines, calls, stale = _member_then_update(item, "put", me, "owner", me, me, changed)
         muts += stale
-        act = {"natural": f"make `{me}` one of its members (if not one already) and then its owner (`{me}` "
-                          f"owns none of them yet): two changes, each its own write, changing nothing else",
+        # The new owner is the setup's address, written as the setup block spells it, even where the session
+        # already lists that person spelled otherwise (the documentation's rule, said here where it decides).
+        spelled = f"`{me}` as the setup block spells it, even where its members list spells that person otherwise"
+        act = {"natural": f"make `{me}` one of its members (if not one already) and then its owner ({spelled}; "
+                          f"`{me}` owns none of them yet): two changes, each its own write, changing nothing else",
                "steps": f"add `{me}` as a member with the members endpoint, read the session again, then update it "
-                        f"with its current data but `{me}` as owner, sending its current ETag in `If-Match`; "
-                        f"append the version the update answers to `{changed}`",
+                        f"with its current data but `{me}` as owner ({spelled}), sending its current ETag in "
+                        f"`If-Match`; append the version the update answers to `{changed}`",
                "vague": f"hand it over to `{me}` (who owns none of them yet): first `{me}` becomes a member (if "
-                        f"not one already), then the owner, nothing else in its data changing (two changes, in that order, "
-                        f"each its own write)"}
+                        f"not one already), then the owner ({spelled}), nothing else in its data changing (two "
+                        f"changes, in that order, each its own write)"}
         keep = {"natural": f"the version each of those {t} sessions has right after its handover",
                 "steps": f"`{changed}`", "vague": f"the version each of those {tw} sessions has right after its handover"}
         levers.append("versions")
@@ -484,6 +487,8 @@ def loop(d: _Draw, found: dict | None, allow_delete: bool, chain: bool = False,
              ("value", "loop: the predicate", tuple(pt.values()))]
     if body == "retitle":
         facts.append(("value", "loop: the title suffix", (repr(suffix),)))
+    if body == "handover":
+        facts.append(("value", "loop: the new owner's spelling", ("as the setup block spells it",)))
     if body == "spread":
         facts += [("value", "loop: whom each session goes to", ("the fewest",)),
                   ("value", "loop: the counts move with each handover", ("at that moment", "at that point")),
@@ -659,10 +664,13 @@ def aggregate(d: _Draw, types: list[str], found: dict | None = None) -> Step:
         line = f"count1 = len({{m.lower() for s in every_session({url}) for m in members(s)}})\n"
         muts = [Mutation("aggregate", line, f"count1 = sum(len(members(s)) for s in every_session({url}))\n"),
                 Mutation("exact_case", "{m.lower() for s", "{m for s")]
-        what = {"natural": f"how many different people are members of at least one {t} session of `src1`",
-                "steps": f"the number of different people among the members of all {t} sessions of `src1`",
-                "vague": f"how many distinct people are among the members of the {tw} sessions of `src1`"}
-        facts.append(("value", "aggregate: different people", ("different people", "distinct people")))
+        # Addresses that differ only in case are one person (the documentation's rule, said here where it counts).
+        same = "addresses that differ only in letter case being one person"
+        what = {"natural": f"how many different people are members of at least one {t} session of `src1` ({same})",
+                "steps": f"the number of different people among the members of all {t} sessions of `src1` ({same})",
+                "vague": f"how many distinct people are among the members of the {tw} sessions of `src1` ({same})"}
+        facts += [("value", "aggregate: different people", ("different people", "distinct people")),
+                  ("value", "aggregate: one person in any letter case", ("differ only in letter case",))]
         d.shapers.append((5, lambda pop, rng, profile: _shape_people(pop, rng, profile, type_)))
     else:
         line = f'count1 = max(len(members(s)) for s in every_session({url}))\n'

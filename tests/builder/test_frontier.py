@@ -111,6 +111,24 @@ def test_every_recovery_declares_a_mutant_for_each_of_its_branches(programs):
         assert declared in ({"first_try", "no_retry"}, {"never_create", "always_create"}), step.code
 
 
+def test_texts_say_how_an_address_is_written_and_how_people_are_counted(programs):
+    """Where a session may already list the new owner spelled otherwise, the text says which spelling the owner
+    field gets (the setup block's); where the task counts people, it says that addresses differing only in case
+    are one person. Both are facts of the task, so a text that drops them fails the fact check."""
+    said = {"as the setup block spells it": 0, "differ only in letter case": 0}
+    for p in programs:
+        required = facts.required(p)
+        for phrase in said:
+            if not any(phrase in f.forms for f in required):
+                continue
+            said[phrase] += 1
+            for variant in ("natural", "steps", "vague"):
+                rendered = p.render(variant, random.Random(0))
+                assert phrase in rendered.text, (variant, rendered.text)
+                assert facts.missing(rendered.text.replace(phrase, "as written"), required, rendered.refs)
+    assert all(n >= 5 for n in said.values()), said
+
+
 def test_populations_follow_their_profile(programs):
     p = programs[0]
     coll_type = p.plan.steps[1].code.split("every_session(")[1].split("_url")[0]
