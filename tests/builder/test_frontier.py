@@ -111,6 +111,44 @@ def test_every_recovery_declares_a_mutant_for_each_of_its_branches(programs):
         assert declared in ({"first_try", "no_retry"}, {"never_create", "always_create"}), step.code
 
 
+def _sessions(state, type_):
+    _, sessions = parse_asset(state.assets["sessions"].data)
+    return [s for s in sessions if s["source"] == state.vars["src1"].value and s["type"] == type_]
+
+
+def test_what_each_branch_of_a_recovery_writes_shows_on_some_test_case(programs):
+    """A branch taken is not enough: what it writes must show at the end. Where an ensure finds its session, that
+    session lacks the member it adds (`original`, `large`) or already lists it (`page+1`); a bulk delete never
+    deletes the session found first or ensured; and where the loop leaves the renamed session alone (`none`), the
+    loop's last session has its version, so that a first try sent there lands rather than being refused."""
+    ensures = renames = bulks = 0
+    for p in programs:
+        first = p.plan.steps[0]
+        type_ = first.code.split("every_session(")[1].split("_url")[0]
+        bulk = next((step for step in p.plan.steps if step.kind == "bulk"), None)
+        for profile in p.plan.profiles:
+            state = p.population(profile, random.Random(6))
+            coll = _sessions(state, type_)
+            title = state.vars["title1"].value if "title1" in state.vars else None
+            target = next((s for s in coll if s["data"]["title"] == title), None)
+            if "match1 = " in first.code:
+                email = first.code.split("/members/{")[1].split("}")[0]
+                if target is not None:
+                    ensures += 1
+                    listed = any(m.lower() == state.vars[email].value.lower()
+                                 for m in target["data"].get("members") or [])
+                    assert listed == (profile == "page+1"), (profile, target)
+            by_title = "title1" in first.code  # the session found first (or ensured) is the one titled `title1`
+            if bulk is not None and by_title and target is not None and f"{{{type_}_url}}/query/delete" in bulk.code:
+                bulks += 1
+                address = state.vars[bulk.code.split("re.escape(")[1].split(")")[0]].value
+                assert target["data"]["owner"].lower() != address.lower(), (profile, target)
+            if profile == "none" and "status_code == 412" in p.reference_code() and by_title:
+                renames += 1
+                assert coll[-1] is not target and coll[-1]["version"] == target["version"]
+    assert ensures > 50 and renames > 10 and bulks > 30, (ensures, renames, bulks)
+
+
 def test_texts_say_how_an_address_is_written_and_how_people_are_counted(programs):
     """Where a session may already list the new owner spelled otherwise, the text says which spelling the owner
     field gets (the setup block's); where the task counts people, it says that addresses differing only in case
