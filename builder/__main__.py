@@ -38,6 +38,8 @@ ADVICE = (
     (("its stratum is full",), "the pool held too few programs of the release's mix: raise --match-pool, or give "
                                "--match-pool 0 for an unmatched split"),
     (("weak_oracle",), "the test inputs cannot tell these programs from their mutants: raise --redraws or --probes"),
+    (("uncovered_branch",), "no test input takes one branch of these programs' recoveries: raise --probes (more "
+                            "populations are drawn), or change --seed"),
     (("fuzzer", "API calls", "duplicate"), "the fuzzer runs out of programs for these settings: lower --calls or "
                                            "--branches, or change --seed"),
 )

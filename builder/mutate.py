@@ -4,7 +4,9 @@ For each task the reference program is mutated the ways a model gets a program s
 below), every mutant runs in the sandbox on the task's test cases, and a mutant that any test case tells apart
 is killed. A survivor then runs on probe inputs (more fresh values of the same schema): a probe that kills it
 becomes a test case of the task (the oracle is strengthened); a mutant that survives every probe is recorded as
-equivalent, except a dropped or skipped call, which means the call is dead and drops the task (`weak_oracle`).
+equivalent, except a dropped or skipped call, which means the call is dead and drops the task (`weak_oracle`); on
+the frontier tier, so does a construct's own mutant, and a recovery's branch mutant (`scenarios.grammar.BRANCHES`)
+means that no input takes that branch (`uncovered_branch`).
 
 Mutants run where the runs are cheapest first: every mutant on the first test case, only the survivors on the
 others, and only the last survivors on probes, all on the sandbox's warm workers. Some need no run at all: a
@@ -26,7 +28,7 @@ from typing import Callable, Iterator
 
 from builder.program import COND, Program
 from evaluate.sandbox import Job, require_verdicts
-from scenarios.grammar import MUST_KILL
+from scenarios.grammar import BRANCHES, MUST_KILL
 
 OPERATORS = ("drop_call", "skip_call", "other_api", "argument", "swap_args", "variable", "condition", "result")
 DEAD = ("drop_call", "skip_call")  # survivors of these mean a call whose effect no test case can see
@@ -467,13 +469,22 @@ def analyse_mutants(drafts: list, sandbox, config, rejections: Counter) -> list:
                       "score": (total - len(survivors)) / total if total else 1.0,
                       "equivalents": [m.describe() for m in survivors]}
         if dead:
-            what = "a dead call" if dead[0].operator in DEAD else \
-                "a construct no input exercises" if dead[0].operator in MUST_KILL else \
-                "a split whose sides no input tells apart"
-            rejections[f"{d.scenario}: weak_oracle ({what}: {dead[0].describe()})"[:160]] += 1
+            rejections[_rejection(d.scenario, dead[0])[:160]] += 1
         else:
             kept.append(d)
     return kept
+
+
+def _rejection(scenario: str, mutant: Mutant) -> str:
+    """The build report's reason for dropping a task over a mutant that survives every test case and probe: a
+    branch of a recovery that no input takes (`uncovered_branch`), or a part of the task no test sees
+    (`weak_oracle`)."""
+    if mutant.operator in BRANCHES:
+        return f"{scenario}: uncovered_branch (no input takes a recovery's branch, {BRANCHES[mutant.operator]}: " \
+               f"{mutant.describe()})"
+    what = "a dead call" if mutant.operator in DEAD else \
+        "a construct no input exercises" if mutant.operator in MUST_KILL else "a split whose sides no input tells apart"
+    return f"{scenario}: weak_oracle ({what}: {mutant.describe()})"
 
 
 def reaches(mutant: Mutant, case) -> bool:

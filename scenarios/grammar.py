@@ -13,8 +13,11 @@ A frontier program (DESIGN.md, "Tiers") is a short sequence of *steps*, each one
 
 The scenario writes each step whole: its code, its wording in every instruction variant, the facts its oracle
 depends on, and its own mutations (the ways a program gets that construct wrong: only the first page, only the
-first match, the other tie-break, no retry, a retry on stale data, ...). The builder (`builder/frontier.py`) puts
-the steps together, adds the RESULT line, and runs the same pipeline as for the paper's tier. The test inputs
+first match, the other tie-break, no retry, a retry on stale data, ...); a recovery's mutations include one for
+each of its branches (`BRANCHES`: the first try succeeds, it is refused and the recovery runs), so that a task
+whose test inputs all take one branch is found like a task that leaves a construct unexercised. The builder
+(`builder/frontier.py`) puts the steps together, adds the RESULT line, and runs the same pipeline as for the
+paper's tier. The test inputs
 are populations: `Plan.population(rng, profile)` draws a world of the schema the steps need, shaped by a profile
 (collection sizes 0, 1, a page, a page + 1, more than the largest page; the sought entity late; ties).
 
@@ -45,6 +48,7 @@ OPERATORS = {
     "stale_version": "writes with a version it read before a change",
     "stale_data": "writes back data it read before a change",
     "no_retry": "does not retry a write refused as stale",
+    "first_try": "gets a write wrong where its first try succeeds (right only through the recovery after a refusal)",
     "retry_stale": "retries a refused write without reading the entity again",
     "never_create": "does not create the entity when it is missing",
     "always_create": "creates the entity even when it exists",
@@ -65,6 +69,16 @@ OPERATORS = {
     "step_order": "calls the optimizer's step (or clips) before the gradients it should use exist",
 }
 MUST_KILL = frozenset(OPERATORS)
+# The branches of a recovery, each named by the operator whose mutant only an input that takes that branch kills:
+# a recovery declares one such mutation for each of its branches, so that the build's mutation analysis checks
+# that every branch is taken by some test case (a survivor drops the task as `uncovered_branch`), as it checks
+# that every construct is exercised.
+BRANCHES = {
+    "first_try": "the first try succeeds",
+    "no_retry": "the first try is refused and the recovery runs",
+    "never_create": "the entity is missing and is created",
+    "always_create": "the entity is there and is used",
+}
 
 
 @dataclass(frozen=True)

@@ -135,14 +135,17 @@ as an empty list).
 E-mail addresses are not case sensitive: `Ann.Lee@example.org` and `ann.lee@example.org` are the same person.
 Sessions keep an address as it was written, so one person may be spelled differently in different sessions, and
 in the setup block too. When a task says that someone owns a session or is one of its members, it means that
-person, however the address is spelled. The members endpoints compare addresses ignoring case (adding
+person, however the address is spelled, and when it counts people, addresses that differ only in letter case
+count as one person. The members endpoints compare addresses ignoring case (adding
 `ann.lee@example.org` where `Ann.Lee@example.org` is a member changes nothing, and removing it removes
 `Ann.Lee@example.org`). The list, query, fetch and bulk delete endpoints compare strings exactly as stored.
 
 No session lists the same person twice among its members. Titles are compared exactly (case and spaces
 included). The order of the keys of `data` never matters: the service compares data as JSON values (whether two
-sessions hold identical data included), and so does the check of your answer. A program that writes an address (a new member, a new owner, the owner of a new session) writes it as
-the setup block spells it, or, when it takes the address from a session, as that session spells it.
+sessions hold identical data included), and so does the check of your answer. A program that writes an address
+(a new member, a new owner, the owner of a new session) writes it as the setup block spells it when the task names
+it by a setup variable, even where a session already lists that person spelled otherwise; when it takes the
+address from a session (one of its members, say), it writes it as that session spells it.
 
 A write the service refuses changes nothing. When the service refuses a write to a session with 409 (the write
 would give it the same data as another session of its source and type), the program does not retry it and makes

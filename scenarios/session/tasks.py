@@ -13,8 +13,9 @@ A program is three to five steps drawn from:
   whichever of its other members owns the fewest of the collection at that moment);
 * in three programs of four, a second loop of the same kind over a collection no other step reads (its list is
   `changed2`);
-* a closing step: rename the session found first, retrying once on 412 with what a fresh read answers (recovery),
-  an aggregate read after the writes (a count, a total, a maximum), or a bulk delete by owner.
+* a closing step: rename the session found first, retrying once on 412 with what a fresh read answers (recovery:
+  the loop before it changes that session in some profiles and leaves it alone in `none`, so that some test case
+  takes each branch), an aggregate read after the writes (a count, a total, a maximum), or a bulk delete by owner.
 
 The reference reads listings with a paging helper (`every_session`) and, like any careful program, acts on what
 the service answers now: a session the loop changed has a newer version and other members than when it was found.
@@ -295,9 +296,12 @@ def ensure(d: _Draw) -> tuple[Step, dict]:
             f'    ensured1 = match1["id"]\n'
             f"else:\n"
             f'    ensured1 = requests.post({url}, json={body}).json()["id"]\n')
+    add = f"    requests.put(f\"{{{url}}}/{{match1['id']}}/members/{{{email}}}\")\n"
     muts = [Mutation("never_create", f'    ensured1 = requests.post({url}, json={body}).json()["id"]\n',
                      "    ensured1 = None\n"),
-            Mutation("always_create", "if match1 is not None:\n", "if False:\n")]
+            Mutation("always_create", "if match1 is not None:\n", "if False:\n"),
+            # the member left out where the session is there: that branch's write must show on some test case
+            Mutation("drop_write", add, "")]
     new = (f"with the title `title1`, an empty description, `{email}` as its owner and `{email}` as its only "
            f"member")
     texts = {
@@ -322,8 +326,9 @@ def ensure(d: _Draw) -> tuple[Step, dict]:
              Call("add_member", ["match1.id", email], [], code, {}),
              Call("add_session", ["title1", email], ["ensured1"], code, {})]
     d.shapers.append((0, lambda pop, rng, profile: _shape_ensure(pop, rng, profile, type_)))
+    d.shapers.append((3, lambda pop, rng, profile: _shape_ensured(pop, rng, profile, type_, email)))
     return Step("recovery", code, texts, facts, muts, results, calls, ("lookups", "recovery", "pagination")), \
-        {"type": type_}
+        {"type": type_, "email": email}
 
 
 BODIES = ("remove", "add", "handover", "delete", "retitle", "offboard", "spread")
@@ -391,14 +396,17 @@ def loop(d: _Draw, found: dict | None, allow_delete: bool, chain: bool = False,
     elif body == "handover":
         lines, calls, stale = _member_then_update(item, "put", me, "owner", me, me, changed)
         muts += stale
-        act = {"natural": f"make `{me}` one of its members (if not one already) and then its owner (`{me}` "
-                          f"owns none of them yet): two changes, each its own write, changing nothing else",
+        # The new owner is the setup's address, written as the setup block spells it, even where the session
+        # already lists that person spelled otherwise (the documentation's rule, said here where it decides).
+        spelled = f"`{me}` as the setup block spells it, even where its members list spells that person otherwise"
+        act = {"natural": f"make `{me}` one of its members (if not one already) and then its owner ({spelled}; "
+                          f"`{me}` owns none of them yet): two changes, each its own write, changing nothing else",
                "steps": f"add `{me}` as a member with the members endpoint, read the session again, then update it "
-                        f"with its current data but `{me}` as owner, sending its current ETag in `If-Match`; "
-                        f"append the version the update answers to `{changed}`",
+                        f"with its current data but `{me}` as owner ({spelled}), sending its current ETag in "
+                        f"`If-Match`; append the version the update answers to `{changed}`",
                "vague": f"hand it over to `{me}` (who owns none of them yet): first `{me}` becomes a member (if "
-                        f"not one already), then the owner, nothing else in its data changing (two changes, in that order, "
-                        f"each its own write)"}
+                        f"not one already), then the owner ({spelled}), nothing else in its data changing (two "
+                        f"changes, in that order, each its own write)"}
         keep = {"natural": f"the version each of those {t} sessions has right after its handover",
                 "steps": f"`{changed}`", "vague": f"the version each of those {tw} sessions has right after its handover"}
         levers.append("versions")
@@ -483,6 +491,8 @@ def loop(d: _Draw, found: dict | None, allow_delete: bool, chain: bool = False,
              ("value", "loop: the predicate", tuple(pt.values()))]
     if body == "retitle":
         facts.append(("value", "loop: the title suffix", (repr(suffix),)))
+    if body == "handover":
+        facts.append(("value", "loop: the new owner's spelling", ("as the setup block spells it",)))
     if body == "spread":
         facts += [("value", "loop: whom each session goes to", ("the fewest",)),
                   ("value", "loop: the counts move with each handover", ("at that moment", "at that point")),
@@ -587,7 +597,13 @@ def rename(d: _Draw, found: dict, looped: dict) -> Step:
     code = first + recover + 'version1 = r.json()["version"]\n'
     stale = (f'    r = requests.put(f"{item}", json={{**found1["data"], "title": found1["data"]["title"] + {suffix!r}}}, '
              f'headers={{"If-Match": current.headers["ETag"]}})\n')
-    muts = [Mutation("no_retry", recover, ""), Mutation("retry_stale", retry, stale)]
+    # One mutant for each branch of the recovery: no retry dies only where the first try is refused (412), a first
+    # try that leaves the title as it is only where the first try succeeds (the loop left the session alone).
+    muts = [Mutation("no_retry", recover, ""), Mutation("retry_stale", retry, stale),
+            Mutation("first_try", first, first.replace(
+                f'json={{**found1["data"], "title": found1["data"]["title"] + {suffix!r}}}', 'json=found1["data"]')),
+            # the first try sent to the loop's last session: refused (and so recovered from) unless the versions agree
+            Mutation("wrong_item", first, first.replace("{found1['id']}", "{s['id']}"))]
     texts = {
         "natural": [f"Then append {suffix!r} to the title of the session you found first, changing nothing "
                     f"else (no other session has the title this gives it)."],
@@ -606,7 +622,8 @@ def rename(d: _Draw, found: dict, looped: dict) -> Step:
              Call("get_session", ["found1.id", "r.status"], ["current.data", "current.etag"], recover, {}),
              Call("update_session", ["found1.id", "current.data", "current.etag"], ["r.version"], retry, {})]
     d.shapers.append((2, lambda pop, rng, profile: _shape_stale(pop, rng, profile, found, looped)))
-    d.shapers.append((7, lambda pop, rng, profile: _shape_collision(pop, found, looped)))
+    d.shapers.append((2, lambda pop, rng, profile: _shape_untouched(pop, rng, profile, found, looped)))
+    d.shapers.append((7, lambda pop, rng, profile: _shape_collision(pop, profile, found, looped)))
     return Step("recovery", code, texts, facts, muts, results, calls, ("recovery", "versions"))
 
 
@@ -653,10 +670,13 @@ def aggregate(d: _Draw, types: list[str], found: dict | None = None) -> Step:
         line = f"count1 = len({{m.lower() for s in every_session({url}) for m in members(s)}})\n"
         muts = [Mutation("aggregate", line, f"count1 = sum(len(members(s)) for s in every_session({url}))\n"),
                 Mutation("exact_case", "{m.lower() for s", "{m for s")]
-        what = {"natural": f"how many different people are members of at least one {t} session of `src1`",
-                "steps": f"the number of different people among the members of all {t} sessions of `src1`",
-                "vague": f"how many distinct people are among the members of the {tw} sessions of `src1`"}
-        facts.append(("value", "aggregate: different people", ("different people", "distinct people")))
+        # Addresses that differ only in case are one person (the documentation's rule, said here where it counts).
+        same = "addresses that differ only in letter case being one person"
+        what = {"natural": f"how many different people are members of at least one {t} session of `src1` ({same})",
+                "steps": f"the number of different people among the members of all {t} sessions of `src1` ({same})",
+                "vague": f"how many distinct people are among the members of the {tw} sessions of `src1` ({same})"}
+        facts += [("value", "aggregate: different people", ("different people", "distinct people")),
+                  ("value", "aggregate: one person in any letter case", ("differ only in letter case",))]
         d.shapers.append((5, lambda pop, rng, profile: _shape_people(pop, rng, profile, type_)))
     else:
         line = f'count1 = max(len(members(s)) for s in every_session({url}))\n'
@@ -702,6 +722,7 @@ def bulk(d: _Draw, types: list[str], avoid: tuple[str, ...] = (), found: dict | 
                                    "vague": f"how many sessions owned by `{email}` were removed at that point"})]
     calls = [Call("delete_by_filter", ["src1", email], ["deleted1"], line, {})]
     d.shapers.append((0, lambda pop, rng, profile: _shape_bulk(pop, rng, profile, type_, email)))
+    d.shapers.append((3, lambda pop, rng, profile: _shape_spared(pop, rng, profile, type_, email, found)))
     d.shapers.append((5, lambda pop, rng, profile: _shape_namesake(pop, rng, profile, type_, email, found)))
     return Step("bulk", line, texts, facts, muts, results, calls, ())
 
@@ -1092,15 +1113,34 @@ def _shape_stale(pop: _Pop, rng, profile, found, looped) -> None:
         data.update(before)
 
 
+def _shape_untouched(pop: _Pop, rng, profile, found, looped) -> None:
+    """In the `none` profile the loop leaves the session found first alone, so that a rename after it succeeds at
+    the first try there (the other branch of its recovery, which the profiles of `_shape_stale` take). No session
+    matches the loop's predicate in that profile, except the found one under a loop over the sessions of its
+    owner: that one then holds the member the body would add, or lacks the one it would remove."""
+    if profile != "none":
+        return
+    data = pop.colls[found["type"]][_found(pop, found)]
+    if _matches(looped["kind"], pop.values[looped["pe"]], data) and looped["body"] in ("remove", "add"):
+        _make_match("member", pop.values[looped["me"]], data, rng, pop.people, looped["body"] == "add")
+
+
 WRITES = {"remove": 1, "add": 1, "handover": 2, "retitle": 2}  # the writes a loop's body makes to a session it acts on
 
 
-def _shape_collision(pop: _Pop, found, looped) -> None:
+def _shape_collision(pop: _Pop, profile, found, looped) -> None:
     """Where the loop acts on the session found first, the last session of that collection (the loop's variable when
     it ends) is listed with the version the found one has after the loop: a rename that sends the loop variable's
-    version instead of the found session's then writes the data read before the loop, and is not refused."""
+    version instead of the found session's then writes the data read before the loop, and is not refused. In the
+    `none` profile, where the loop leaves the found session alone (`_shape_untouched`), the last session is listed
+    with the found one's version: a first try sent to the loop's last session then lands there, not refused (a
+    refusal would send the rename to its retry, which makes up for it)."""
     coll = pop.colls[found["type"]]
     data = coll[_found(pop, found)]
+    if profile == "none":
+        if coll[-1] is not data:
+            pop.versions.append((coll[-1], data, 0))
+        return
     me = pop.values.get(looped["me"])
     acts = _matches(looped["kind"], pop.values[looped["pe"]], data) and me is not None and \
         _matches("member", me, data) == (looped["body"] in ("remove", "retitle"))
@@ -1116,6 +1156,33 @@ def _shape_ensure(pop: _Pop, rng, profile, type_) -> None:
     decoy = _fresh_data(rng, pop)
     decoy["title"] = pop.values["title1"]
     pop.decoys.append(("other", type_, decoy))
+
+
+def _shape_ensured(pop: _Pop, rng, profile, type_, email) -> None:
+    """Where the session titled `title1` is there, it lacks the address in the `original` and `large` profiles, so
+    that the member added to it shows, and lists it in `page+1` (adding it again changes nothing)."""
+    data = next((x for x in pop.colls[type_] if x["title"] == pop.values["title1"]), None)
+    if data is not None:
+        _make_match("member", pop.values[email], data, rng, pop.people, profile == "page+1")
+
+
+def _shape_spared(pop: _Pop, rng, profile, type_, email, found) -> None:
+    """The session the program finds first, or the one titled `title1` it makes sure of, is not owned by the address
+    a bulk delete names: deleting it at the end would hide what the steps before did to it (a rename's first try, a
+    member added). Another session of the collection takes its place among those the address owns."""
+    coll = pop.colls[type_]
+    if found is not None:
+        target = pop.target(found, type_)
+    else:
+        target = next((x for x in coll if x["title"] == pop.values.get("title1")), None)
+    address = pop.values[email]
+    if target is None or not _same(target["owner"], address):
+        return
+    named = set(pop.named().values())
+    target["owner"] = rng.choice([p for p in pop.people if p not in named])
+    free = [x for x in coll if x is not target and x["owner"] not in named]
+    if free and profile != "none" and not any(_same(x["owner"], address) for x in coll):
+        rng.choice(free)["owner"] = address
 
 
 def _shape_bulk(pop: _Pop, rng, profile, type_, email) -> None:
@@ -1226,11 +1293,11 @@ def plan(scenario, rng: random.Random) -> Plan:
     """One frontier program of three to five steps (see the module docstring)."""
     d = _Draw(rng)
     steps: list[Step] = []
-    found = None
+    found, ensured = None, None
     if rng.random() < 0.7:
         step, found = lookup(d)
     else:
-        step, _ = ensure(d)
+        step, ensured = ensure(d)
     steps.append(step)
     # The loop may run over the found session's own collection, and act on it: only when acting on it cannot make
     # another session the one the lookup finds (the most or fewest members change as the loop adds or removes).
@@ -1240,7 +1307,11 @@ def plan(scenario, rng: random.Random) -> Plan:
     # When the loop may act on the found session, its change must keep that session the one the lookup finds: the
     # most members only grow, the fewest only shrink, and the newest of an owner keeps its owner.
     kinds = ("member",) if same and found["kind"] == "newest" else ("owner", "member")
-    step, looped = loop(d, found, allow_delete=not fix, chain=chain, same=same, kinds=kinds)
+    # A rename after a loop over the found session's owner's sessions: that loop always reaches the found session,
+    # so its body must be one that may leave it alone (a member write), or the rename's first try could never
+    # succeed and one branch of its recovery would go untested.
+    bodies = ("remove", "add") if fix and chain else None
+    step, looped = loop(d, found, allow_delete=not fix, chain=chain, same=same, kinds=kinds, bodies=bodies)
     steps.append(step)
     if fix:
         steps.append(rename(d, found, looped))
@@ -1253,6 +1324,8 @@ def plan(scenario, rng: random.Random) -> Plan:
         owners += (again["pe"], again["me"])
     if rng.random() < 0.3:
         owners += (found["how"][1],) if found and found["how"][0] == "newest" else ()
+        # nor the address an ensure adds: the session it adds would go again, and what it holds with it
+        owners += (ensured["email"],) if ensured else ()
         steps.append(bulk(d, list(d.types), avoid=tuple(a for a in owners if a), found=found))
     else:
         # How many members the found session ends with, when the loop may have changed them.

@@ -133,3 +133,14 @@ def test_the_shortfall_threshold_is_half_of_what_was_asked():
     (line,) = shortfalls(report, config)  # tensor kept half: not short
     assert line.startswith("error: voice kept 1 of the 4 tasks asked (fewer than 50%); most were dropped as "
                            "'weak_oracle' (3 of 5): ") and "--redraws" in line
+
+
+def test_a_shortfall_of_uncovered_branches_says_so_and_what_to_change():
+    from builder.__main__ import shortfalls
+
+    config = BuildConfig(scenarios=["session"], n=4)
+    report = {"kept": {"session": 1},
+              "rejections": {"session: uncovered_branch (no input takes a recovery's branch, the first try "
+                             "succeeds: first_try: x)": 3, "session: duplicate program": 1}}
+    (line,) = shortfalls(report, config)
+    assert "most were dropped as 'uncovered_branch' (3 of 4): " in line and "--probes" in line

@@ -16,11 +16,13 @@ import pytest
 
 from builder import facts, frontier
 from builder.config import BuildConfig
-from builder.pipeline import build
+from builder.mutate import analyse_mutants
+from builder.pipeline import build, capture_oracles, fuzz
 from builder.stats import table1
 from evaluate.data import load_tasks
 from scenarios import get_scenario
-from scenarios.grammar import MUST_KILL
+from evaluate.sandbox import Limits, Sandbox
+from scenarios.grammar import BRANCHES, MUST_KILL
 from scenarios.session.frontier import DEFAULT_PAGE, MAX_PAGE
 from scenarios.session import tasks
 from scenarios.session.store import parse_asset
@@ -91,10 +93,78 @@ def test_mutants_are_programs_and_cover_each_construct(programs):
             if operator == "result":
                 assert items is not None
     assert {"first_page", "last_page", "one_big_page", "first_match", "tie_break", "predicate", "aggregate",
-            "stale_version", "stale_data", "no_retry", "retry_stale", "never_create", "always_create",
+            "stale_version", "stale_data", "no_retry", "retry_stale", "first_try", "never_create", "always_create",
             "collect_all", "missing_field", "null_field", "exact_case", "refused_write", "wrong_item",
             "drop_write"} <= set(operators)
     assert {op for op in operators if op in MUST_KILL} == set(operators) - {"result", "argument"}
+
+
+def test_every_recovery_declares_a_mutant_for_each_of_its_branches(programs):
+    """A rename retried on 412 has two branches (the first try succeeds; it is refused and the recovery runs), and
+    an ensure two (the session is there; it is missing): each recovery step declares the mutant that only an input
+    taking each branch kills, so the build's mutation analysis checks that some test case takes every branch."""
+    recoveries = [step for p in programs for step in p.plan.steps if step.kind == "recovery"]
+    renames = [step for step in recoveries if "status_code == 412" in step.code]
+    assert len(renames) > 10 and len(recoveries) > len(renames)
+    for step in recoveries:
+        declared = {m.operator for m in step.mutations} & set(BRANCHES)
+        assert declared in ({"first_try", "no_retry"}, {"never_create", "always_create"}), step.code
+
+
+def _sessions(state, type_):
+    _, sessions = parse_asset(state.assets["sessions"].data)
+    return [s for s in sessions if s["source"] == state.vars["src1"].value and s["type"] == type_]
+
+
+def test_what_each_branch_of_a_recovery_writes_shows_on_some_test_case(programs):
+    """A branch taken is not enough: what it writes must show at the end. Where an ensure finds its session, that
+    session lacks the member it adds (`original`, `large`) or already lists it (`page+1`); a bulk delete never
+    deletes the session found first or ensured; and where the loop leaves the renamed session alone (`none`), the
+    loop's last session has its version, so that a first try sent there lands rather than being refused."""
+    ensures = renames = bulks = 0
+    for p in programs:
+        first = p.plan.steps[0]
+        type_ = first.code.split("every_session(")[1].split("_url")[0]
+        bulk = next((step for step in p.plan.steps if step.kind == "bulk"), None)
+        for profile in p.plan.profiles:
+            state = p.population(profile, random.Random(6))
+            coll = _sessions(state, type_)
+            title = state.vars["title1"].value if "title1" in state.vars else None
+            target = next((s for s in coll if s["data"]["title"] == title), None)
+            if "match1 = " in first.code:
+                email = first.code.split("/members/{")[1].split("}")[0]
+                if target is not None:
+                    ensures += 1
+                    listed = any(m.lower() == state.vars[email].value.lower()
+                                 for m in target["data"].get("members") or [])
+                    assert listed == (profile == "page+1"), (profile, target)
+            by_title = "title1" in first.code  # the session found first (or ensured) is the one titled `title1`
+            if bulk is not None and by_title and target is not None and f"{{{type_}_url}}/query/delete" in bulk.code:
+                bulks += 1
+                address = state.vars[bulk.code.split("re.escape(")[1].split(")")[0]].value
+                assert target["data"]["owner"].lower() != address.lower(), (profile, target)
+            if profile == "none" and "status_code == 412" in p.reference_code() and by_title:
+                renames += 1
+                assert coll[-1] is not target and coll[-1]["version"] == target["version"]
+    assert ensures > 50 and renames > 10 and bulks > 30, (ensures, renames, bulks)
+
+
+def test_texts_say_how_an_address_is_written_and_how_people_are_counted(programs):
+    """Where a session may already list the new owner spelled otherwise, the text says which spelling the owner
+    field gets (the setup block's); where the task counts people, it says that addresses differing only in case
+    are one person. Both are facts of the task, so a text that drops them fails the fact check."""
+    said = {"as the setup block spells it": 0, "differ only in letter case": 0}
+    for p in programs:
+        required = facts.required(p)
+        for phrase in said:
+            if not any(phrase in f.forms for f in required):
+                continue
+            said[phrase] += 1
+            for variant in ("natural", "steps", "vague"):
+                rendered = p.render(variant, random.Random(0))
+                assert phrase in rendered.text, (variant, rendered.text)
+                assert facts.missing(rendered.text.replace(phrase, "as written"), required, rendered.refs)
+    assert all(n >= 5 for n in said.values()), said
 
 
 def test_populations_follow_their_profile(programs):
@@ -241,3 +311,44 @@ def test_bad_tier_settings_are_refused_in_one_line(argv, message, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "builder", *argv, "--out", str(tmp_path / "x")], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and message in proc.stderr
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with Sandbox(workers=2, limits=Limits(timeout_s=20)) as sb:
+        yield sb
+
+
+def _refused(case) -> bool:
+    """Whether the reference's trace on this test case holds an update refused with 412: the rename's first try
+    (nothing else the reference writes is ever stale)."""
+    return any(c["api"] == "PUT /api/sessions/{source}/{type}/{id}" and c["result"]["status"] == 412
+               for c in json.loads(case.trace)["calls"])
+
+
+def test_a_rename_whose_first_try_never_succeeds_is_dropped_as_an_uncovered_branch(sandbox, monkeypatch):
+    """Every branch of a recovery must be taken by some test case. With populations in which the loop before a
+    rename always changes the renamed session, every first try is refused (412): the mutant that writes the first
+    try wrong survives every test case and probe, and the build drops the task, counted as `uncovered_branch`.
+    The scenario's own populations leave the session alone in the `none` profile: the same programs are kept, and
+    their test cases take both branches."""
+    config = BuildConfig(scenarios=["session"], tier="frontier", n=2, seed=3, created_at="2026-01-01", mutants=4,
+                         probes=2, workers=2)
+    always_stale = lambda pop, rng, profile, found, looped: tasks._shape_stale(pop, rng, "original", found, looped)
+    monkeypatch.setattr(tasks, "_shape_untouched", always_stale)
+    rejections = Counter()
+    drafts = capture_oracles(fuzz(config, "session", rejections)[0], sandbox, rejections)
+    assert len(drafts) == 2 and all("if r.status_code == 412" in d.program.reference_code() for d in drafts)
+    # one rename after a loop over the found session's owner's sessions, one after a loop on a setup address
+    assert sum('found1["data"]["owner"])' in d.program.reference_code() for d in drafts) == 1
+    assert all(_refused(c) for d in drafts for c in d.cases)
+    assert analyse_mutants(drafts, sandbox, config, rejections) == []
+    uncovered = {k: n for k, n in rejections.items() if k.startswith("session: uncovered_branch (")}
+    assert sum(uncovered.values()) == 2 and all("first_try:" in k for k in uncovered), rejections
+
+    monkeypatch.undo()
+    rejections = Counter()
+    drafts = capture_oracles(fuzz(config, "session", rejections)[0], sandbox, rejections)
+    assert len(analyse_mutants(drafts, sandbox, config, rejections)) == 2 and not rejections, rejections
+    for d in drafts:
+        assert {_refused(c) for c in d.cases} == {True, False}, [(c.name, _refused(c)) for c in d.cases]
