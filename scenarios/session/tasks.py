@@ -662,9 +662,11 @@ def aggregate(d: _Draw, types: list[str], found: dict | None = None) -> Step:
     elif kind == "total":
         line = f'count1 = sum(len(members(s)) for s in every_session({url}))\n'
         muts = [Mutation("aggregate", line, f"count1 = len(every_session({url}))\n")]
-        what = {"natural": f"the total number of members over all {t} sessions of `src1`",
+        # A person who is a member of several sessions counts in each (readers asked: sum, or distinct people?).
+        each = "the sum of their member counts, a person in several of them counted once for each"
+        what = {"natural": f"the total number of members over all {t} sessions of `src1` ({each})",
                 "steps": f"the sum of the member counts of all {t} sessions of `src1`",
-                "vague": f"the total number of members over all {tw} sessions of `src1`"}
+                "vague": f"the total number of members over all {tw} sessions of `src1` ({each})"}
         facts.append(("value", "aggregate: a total of members", ("total number of members", "sum of the member")))
     elif kind == "people":  # one person may be spelled differently in different sessions
         line = f"count1 = len({{m.lower() for s in every_session({url}) for m in members(s)}})\n"
