@@ -11,10 +11,15 @@ from __future__ import annotations
 import importlib.util
 
 from evaluate.arguments import at_least_one
-from evaluate.sandbox import Executor, Limits, Sandbox
+from evaluate.sandbox import Executor, Limits
+from scenarios.registry import Entry, Registry
 
 LOCAL, RAY = "local", "ray"
-EXECUTORS = (LOCAL, RAY)
+EXECUTOR_CLASSES: Registry[type[Executor]] = Registry("executor", {
+    LOCAL: "evaluate.sandbox:Sandbox",
+    RAY: Entry("evaluate.ray_executor:RayExecutor", "ray"),
+})
+EXECUTORS = tuple(EXECUTOR_CLASSES)
 RAY_INSTALL = "pip install -e '.[ray]'"
 EXECUTOR_HELP = (
     "where the sandbox runs programs: 'local' (default: warm worker processes on this machine, --workers of "
@@ -69,8 +74,5 @@ def make_executor(name: str = LOCAL, address: str | None = None, workers: int | 
     problem = check_choice(name, address) if name in EXECUTORS else f"unknown executor {name!r}; choose from {EXECUTORS}"
     if problem:
         raise ExecutorError(problem)
-    if name == LOCAL:
-        return Sandbox(workers, limits)
-    from evaluate.ray_executor import RayExecutor
-
-    return RayExecutor(address, workers, limits)
+    cls = EXECUTOR_CLASSES.get(name)
+    return cls(workers, limits) if name == LOCAL else cls(address, workers, limits)

@@ -10,14 +10,13 @@ A scenario is two halves that never need each other's imports:
   worker (heavy imports, servers), reset before every test case, and turns RESULT and side effects into
   plain, canonical data that the harness compares without ever touching an object from the child.
 
-Adding a scenario means writing both halves and one line in `scenarios.REGISTRY`; builder and evaluate do not
+Adding a scenario means writing both halves and one line in `scenarios.SCENARIOS`; builder and evaluate do not
 change.
 """
 
 from __future__ import annotations
 
 import copy
-import importlib
 import json
 import math
 import operator
@@ -25,13 +24,6 @@ import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
-
-def load_object(spec: str) -> Any:
-    """The object a `"module:attr"` spec names, imported on first use: the one lazy lookup behind the scenario
-    registry (`scenarios.REGISTRY`, `Scenario.world`) and the backend registry (`evaluate.models.BACKENDS`)."""
-    module, _, attr = spec.partition(":")
-    return getattr(importlib.import_module(module), attr)
-
 
 INIT = "init"  # producer tag of variables declared in the setup block
 COMPARISONS = {"==": operator.eq, "!=": operator.ne, ">": operator.gt, "<": operator.lt, ">=": operator.ge,
