@@ -11,7 +11,8 @@ from __future__ import annotations
 import importlib.util
 
 from evaluate.arguments import at_least_one
-from evaluate.sandbox import Executor, Limits
+from evaluate.ray_executor import RAY_INSTALL, probe
+from evaluate.sandbox import Executor, ExecutorError, Limits
 from scenarios.registry import Entry, Registry
 
 LOCAL, RAY = "local", "ray"
@@ -20,7 +21,6 @@ EXECUTOR_CLASSES: Registry[type[Executor]] = Registry("executor", {
     RAY: Entry("evaluate.ray_executor:RayExecutor", "ray"),
 })
 EXECUTORS = tuple(EXECUTOR_CLASSES)
-RAY_INSTALL = "pip install -e '.[ray]'"
 EXECUTOR_HELP = (
     "where the sandbox runs programs: 'local' (default: warm worker processes on this machine, --workers of "
     "them) or 'ray' (one worker per CPU of a Ray cluster, each an actor running the same contained worker; "
@@ -38,10 +38,6 @@ def add_executor_options(parser, default: str, workers_do: str = "") -> None:
                              "actors, default one per CPU of the cluster)")
     parser.add_argument("--executor", choices=EXECUTORS, default=default, help=EXECUTOR_HELP)
     parser.add_argument("--ray-address", default=None, metavar="ADDR", help=ADDRESS_HELP)
-
-
-class ExecutorError(RuntimeError):
-    """An executor that cannot be had (ray not installed, a cluster without CPUs): one line naming the fix."""
 
 
 def ray_missing() -> str | None:
@@ -62,8 +58,6 @@ def check_reachable(name: str, address: str | None) -> None:
     """Raise ExecutorError, naming the address, when nothing answers at a Ray cluster's address (a run checks
     this before it generates, not after)."""
     if name == RAY and address:
-        from evaluate.ray_executor import probe
-
         probe(address)
 
 

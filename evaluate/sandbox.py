@@ -259,6 +259,10 @@ RETRIES = 2
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
+class ExecutorError(RuntimeError):
+    """An executor that cannot be had (ray not installed, a cluster without CPUs): one line naming the fix."""
+
+
 class SandboxFault(RuntimeError):
     """A fault of this machine that no retry mends and that would make every later job fail: the run stops with
     this one line (what is already done is kept: generations are cached, a build resumes)."""
