@@ -26,7 +26,7 @@ import random
 from pathlib import Path
 
 from scenarios.base import (
-    API, Asset, Call, Condition, Scenario, State, Var, canonical_json, iter_unique, join_names, setup_block,
+    FRONTIER, PAPER, API, Asset, Call, Condition, Scenario, State, Var, canonical_json, iter_unique, join_names, setup_block,
 )
 from scenarios.session import words
 from scenarios.session.filters import compile_filter
@@ -770,6 +770,7 @@ class SessionScenario(Scenario):
     vocabulary = (words.CONTENT_TYPES, ("data.owner", "data.members", "data.title"), ("id", "data"),
                   ("title", "owner", "members"), words.TITLE_SUFFIXES)
     name = "session"
+    tiers = (PAPER, FRONTIER)
     apis = (ListSessions(), AddSession(), QuerySessions(), UpdateSession(), DeleteSession(), TakeFromList(),
             EditData())
     world = "scenarios.session.world:SessionWorld"

@@ -11,7 +11,7 @@ import inspect
 import json
 
 from scenarios import get_scenario
-from scenarios.base import World, canonicalize
+from scenarios.base import FRONTIER, PAPER, World, canonicalize
 from scenarios.calling import Tools, Tracer
 from scenarios.voice.platform import TOOLS as PLATFORM_TOOLS
 from scenarios.voice.platform import Platform, PlatformError
@@ -74,7 +74,7 @@ class VoiceWorld(World):
 
     def tools(self) -> Tools:
         """The lab's six tools, or on a frontier case (asked after its setup has run) the platform's."""
-        tier = "frontier" if self._platform is not None else "paper"
+        tier = FRONTIER if self._platform is not None else PAPER
         if tier not in self._specs:
             self._specs[tier] = {s.name: s for s in get_scenario("voice").tool_specs(tier)}
         return Tools(self._specs[tier], self._call, self.plain if self._platform is not None else self.describe)

@@ -48,10 +48,11 @@ from evaluate.data import TaskRecord, load_tasks
 from evaluate.episodes import CODE, DEFAULT_MAX_TURNS, TOOLS, Driver, answers, lost_samples
 from evaluate.models import COUNTED_BY_API, Backend, OnMessage, Request, Sampling, Usage
 from evaluate.models.cache import GenerationCache
-from evaluate.prompts import VARIANTS, build_messages, extract_code
+from evaluate.prompts import build_messages, extract_code
 from evaluate.sandbox import Limits, Sandbox
 from evaluate.scoring import score
 from evaluate.statuses import INFRA_ERROR, PASS
+from scenarios.base import VARIANTS
 
 MODES = (CODE, TOOLS)
 RESULT = "stateeval"  # the key of a sample's scored result in the task state's store
