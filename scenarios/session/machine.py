@@ -867,15 +867,15 @@ class SessionScenario(Scenario):
         return ("The setup block sets `BASE_URL` to the address of the session service, which already holds "
                 f"some sessions, and defines {text}.")
 
-    def api_doc(self, tier: str = "paper"):
+    def api_doc(self, tier: str = PAPER):
         from scenarios.session.doc import DOC_PATHS
 
         return DOC_PATHS[tier].read_text()
 
-    def tool_specs(self, tier: str = "paper"):
+    def tool_specs(self, tier: str = PAPER):
         from scenarios.session.doc import operations
 
-        if tier == "paper":
+        if tier == PAPER:
             return [op.spec for op in operations()]
         from scenarios.session.app import create_app
 
@@ -886,7 +886,7 @@ class SessionScenario(Scenario):
         for asset in task.test_cases[0].assets:
             if asset["name"] == ASSET:
                 return parse_asset(bytes(asset["data"]))[0]
-        return "paper"
+        return PAPER
 
     def frontier_plan(self, rng):
         """One program of the frontier tier (`scenarios/session/tasks.py`)."""
