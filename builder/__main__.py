@@ -18,11 +18,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from builder.config import DEFAULT_PRECISION, TIERS, BuildConfig
+from builder.config import DEFAULT_PRECISION, BuildConfig
 from evaluate.arguments import INTERRUPTED, Parser, at_least_one, positive_seconds
 from evaluate.executor import add_executor_options, check_choice
 from evaluate.intervals import tasks_for
 from scenarios import scenario_names
+from scenarios.base import TIERS
 
 
 MIN_KEPT = 0.5  # a scenario that keeps fewer than this share of the --n programs asked fails the build (exit 1)

@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from builder import facts
-from builder.translate import VARIANTS, Item, Translation
+from builder.translate import Item, Translation
 from evaluate.models import Backend, Request, Sampling, get_backend
 from evaluate.models.cache import GenerationCache, prompt_key
 from evaluate.prompts import strip_thinking
+from scenarios.base import VARIANTS
 
 OK, IMPOSSIBLE = "OK", "IMPOSSIBLE"
 

@@ -7,9 +7,9 @@ import random
 from dataclasses import asdict, dataclass, field
 
 from evaluate.intervals import tasks_for
-from scenarios import scenario_names
+from scenarios import get_scenario, scenario_names
+from scenarios.base import FRONTIER, PAPER, TIERS
 
-TIERS = ("paper", "frontier")
 DEFAULT_PRECISION = 0.1  # the default release's worst-case 95% half-width of each scenario's pass@1 (--precision)
 
 
@@ -19,7 +19,7 @@ class BuildConfig:
     # programs fuzzed per scenario (tasks kept are at most this many); by default enough that each scenario's
     # pass@1 is known to DEFAULT_PRECISION (a 95% half-width, at worst): 97 programs for 10 points
     n: int = field(default_factory=lambda: tasks_for(DEFAULT_PRECISION))
-    tier: str = "paper"  # paper (the paper's programs) or frontier (programs that read the world: builder/frontier.py)
+    tier: str = PAPER  # paper (the paper's programs) or frontier (programs that read the world: builder/frontier.py)
     seed: int = 0
     out: str = "stateeval"
     translator: str = "template"  # or openai:MODEL, vllm:MODEL, hf:PATH (generator + evaluator agents)
@@ -75,10 +75,8 @@ class BuildConfig:
             raise ValueError(problem)
         if self.tier not in TIERS:
             raise ValueError(f"--tier must be one of {', '.join(TIERS)} (got {self.tier!r})")
-        if self.tier == "frontier":
-            from scenarios import get_scenario
-
-            lacking = [s for s in self.scenarios if not hasattr(get_scenario(s), "frontier_plan")]
+        if self.tier == FRONTIER:
+            lacking = [s for s in self.scenarios if FRONTIER not in get_scenario(s).tiers]
             if lacking:
                 raise ValueError(f"--tier frontier: the {', '.join(lacking)} scenario{'s have' if len(lacking) > 1 else ' has'} "
                                  f"no frontier tier yet; build it with --scenarios session,tensor,voice")
@@ -105,8 +103,8 @@ class BuildConfig:
     def difficulty(self) -> dict:
         """The tier a build belongs to: scores on different tiers measure different tasks and are never ranked
         together. Recorded in MANIFEST.json's config and on the card."""
-        if self.tier == "frontier":
-            return {"tier": "frontier"}
+        if self.tier == FRONTIER:
+            return {"tier": FRONTIER}
         return {"calls": self.calls_per_path, "branches": self.branches,
                 "tier": f"calls-{self.calls_per_path}-branches-{self.branches}"}
 
@@ -116,7 +114,7 @@ class BuildConfig:
         saved = {k: v for k, v in asdict(self).items() if k not in ("executor", "ray_address")}
         if not self.fresh:  # matching is a fresh split's step: other manifests stay what they were before it
             del saved["match_pool"]
-        if self.tier == "paper":  # a paper build's manifest stays what it was before tiers had names
+        if self.tier == PAPER:  # a paper build's manifest stays what it was before tiers had names
             del saved["tier"]
         return {**saved, "difficulty": self.difficulty()}
 

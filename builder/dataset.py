@@ -22,6 +22,7 @@ from cards import DATASET_CARD, template
 from evaluate.data import DATA_DIR, MANIFEST, SCHEMA, DatasetError, TaskRecord, content_hash, file_sha256
 from evaluate.intervals import half_width
 from evaluate.provenance import library_versions
+from scenarios.base import FRONTIER
 
 def shard_name(scenario: str, k: int, digest: str, total: int | None = None) -> str:
     """A shard's path in the folder: while the build runs the number of shards is unknown (`total` None); the
@@ -54,7 +55,7 @@ def render_card(manifest: dict, table1: str, report: dict | None = None) -> str:
 
     splits = "\n".join(f"  - split: {s}\n    path:{paths(s)}" for s in manifest["counts"])
     counts = "\n".join(f"| {s} | {n} |" for s, n in manifest["counts"].items())
-    config_name = "frontier" if manifest["config"].get("tier") == "frontier" else "default"  # the paper's: default
+    config_name = FRONTIER if manifest["config"].get("tier") == FRONTIER else "default"  # the paper's: default
     values = {
         "configs": f"configs:\n- config_name: {config_name}\n  data_files:\n{splits}",
         "counts_table": counts,
@@ -90,7 +91,7 @@ def precision_line(counts: dict[str, int]) -> str:
 def difficulty_line(config: dict) -> str:
     """The card's difficulty sentence, from the build's config (MANIFEST.json)."""
     d = config["difficulty"]
-    if d["tier"] == "frontier":
+    if d["tier"] == FRONTIER:
         return ("Difficulty: tier `frontier` (`--tier frontier`): programs that must read the world. Each looks a "
                 "session up by a property, loops over every page of a collection with a predicate, and ends with "
                 "a recovery from a stale write, an aggregate or a bulk delete, against a populated frontier-tier "

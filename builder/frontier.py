@@ -15,10 +15,9 @@ import random
 from dataclasses import dataclass, field
 
 from builder.translate import PROSE_RESULTS, PROSE_RESULT_ONE, Rendered, _sentence
-from scenarios.base import Call, State
+from scenarios.base import FRONTIER, Call, State
 from scenarios.grammar import Mutation, Plan, Result
 
-FRONTIER = "frontier"  # the tier's name, as --tier and the manifest write it
 RESULT_STEPS = ("set `RESULT` to the list of {items}, in this order",
                 "finish by assigning `RESULT` the list of {items}, in that order")
 

@@ -28,6 +28,7 @@ from typing import Callable, Iterator
 
 from builder.program import COND, Program
 from evaluate.sandbox import Job, require_verdicts
+from scenarios.base import FRONTIER
 from scenarios.grammar import BRANCHES, MUST_KILL
 
 OPERATORS = ("drop_call", "skip_call", "other_api", "argument", "swap_args", "variable", "condition", "result")
@@ -536,7 +537,7 @@ def _killed(sandbox, drafts: list, plans: list, cases: dict, desc: str) -> set:
     for keys in groups.values():
         scenario, case = drafts[keys[0][0]].scenario, cases[keys[0]]
         # A frontier program's objects (a model, an optimizer) are not copied between runs: each runs alone.
-        shared = get_scenario(scenario).shared_runs and getattr(drafts[keys[0][0]].program, "tier", "") != "frontier"
+        shared = get_scenario(scenario).shared_runs and drafts[keys[0][0]].program.tier != FRONTIER
         if BATCHES and len(keys) > 1 and shared:
             jobs.append(Job(("shared", tuple(keys)), scenario, _driver([plans[k[0]][k[1]].code for k in keys]), case,
                             record=False))

@@ -30,16 +30,16 @@ from builder.mutate import analyse_mutants
 from builder.stats import Table1, exact_mean, format_table
 from builder.program import Assignment, Program, generate_program
 from builder import frontier
-from builder.frontier import FRONTIER, FrontierProgram
+from builder.frontier import FrontierProgram
 from builder.agents import AgentTranslator
 from builder import facts
-from builder.translate import VARIANTS, Item, TemplateTranslator
+from builder.translate import Item, TemplateTranslator
 from evaluate.data import TaskRecord, TestCase
 from evaluate.progress import progress
 from evaluate.executor import make_executor
 from evaluate.sandbox import Executor, Job, Limits, require_verdicts
 from scenarios import get_scenario
-from scenarios.base import State, canonical_json
+from scenarios.base import FRONTIER, VARIANTS, State, canonical_json
 from scenarios.trace import stored
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from builder.fuzz import CoverageRecorder, step
-from scenarios.base import Call, Condition, Scenario, State
+from scenarios.base import PAPER, Call, Condition, Scenario, State
 
 COND = "COND"
 
@@ -88,6 +88,8 @@ class Program:
     condition: Condition | None = None
     notes: list[str] = field(default_factory=list)
     cond_name: str = COND  # the constant of the first split
+
+    tier = PAPER
 
     @property
     def has_branch(self) -> bool:

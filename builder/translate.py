@@ -24,9 +24,8 @@ import re
 from typing import NamedTuple
 
 from builder.program import COND, Path, Program, Split
-from scenarios.base import Call, join_names
+from scenarios.base import VARIANTS, Call, join_names
 
-VARIANTS = ("natural", "steps", "vague")
 
 OPENERS = ("First,", "To start,", "To begin,")
 CONNECTORS = ("Then", "Next,", "After that,", "Now", "")

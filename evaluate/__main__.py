@@ -29,7 +29,7 @@ from evaluate.episodes import MODES
 from evaluate.executor import add_executor_options, check_choice
 from evaluate.models import ALIASES, BACKENDS, Sampling
 from evaluate.run import EvalConfig
-from evaluate.prompts import VARIANTS
+from scenarios.base import VARIANTS
 from evaluate.usage import Price
 
 
@@ -67,7 +67,7 @@ def parse_args(argv: list[str] | None = None) -> EvalConfig:
     t.add_argument("--dataset", default=d.dataset, help="dataset folder, or a Hub repo id (default: stateeval)")
     t.add_argument("--revision", default=None, help="dataset version (git tag on the Hub), e.g. v1.0.0")
     t.add_argument("--scenario", default=None, help="comma-separated scenarios to score (default: all splits)")
-    t.add_argument("--variant", choices=tuple(VARIANTS), default="natural",
+    t.add_argument("--variant", choices=VARIANTS, default="natural",
                    help="instruction shown to the model: natural (default; as a developer asks, results referred "
                         "to by what they are), steps (numbered steps dictating every call, parameter and name; "
                         "the easy tier, results_steps.json) or vague (the intent and every value without API or "

@@ -217,8 +217,9 @@ def reap_leftovers(keep: set[int], uid: int | None) -> int:
     return killed
 
 
-def apply_limits(limits: dict) -> None:
-    """Resource limits for the child. Address space, CPU time, file size, open files, processes."""
+def apply_limits(limits) -> None:
+    """Resource limits for the child (an `evaluate.protocol.Limits`): address space, CPU time, file size, open
+    files, processes."""
     def cap(res, value, grace=0):
         try:
             soft, hard = resource.getrlimit(res)
@@ -227,11 +228,11 @@ def apply_limits(limits: dict) -> None:
         except (ValueError, OSError):
             pass
 
-    cap(resource.RLIMIT_AS, limits["memory_mb"] * MB)
-    cap(resource.RLIMIT_CPU, limits["cpu_s"], CPU_GRACE_S)
-    cap(resource.RLIMIT_FSIZE, limits["file_size_mb"] * MB)
-    cap(resource.RLIMIT_NOFILE, limits["open_files"])
-    cap(resource.RLIMIT_NPROC, limits["processes"])
+    cap(resource.RLIMIT_AS, limits.memory_mb * MB)
+    cap(resource.RLIMIT_CPU, limits.cpu_s, CPU_GRACE_S)
+    cap(resource.RLIMIT_FSIZE, limits.file_size_mb * MB)
+    cap(resource.RLIMIT_NOFILE, limits.open_files)
+    cap(resource.RLIMIT_NPROC, limits.processes)
     cap(resource.RLIMIT_CORE, 0)
 
 

@@ -29,10 +29,11 @@ from evaluate.data import TaskRecord
 from evaluate.models import Backend, BackendError, Request, Sampling, Usage
 from evaluate.models.cache import GenerationCache, prompt_key
 from evaluate.progress import progress
-from evaluate.prompts import build_messages, extract_code
+from evaluate.prompts import INSTRUCTION_FIELDS, build_messages, extract_code
 from evaluate.sandbox import Executor, Job, Outcome
 from evaluate.statuses import CRASH, INFRA_ERROR, SETUP_ERROR, TIMEOUT
 from scenarios import get_scenario
+from scenarios.base import PAPER
 from scenarios.calling import SUBMIT, SUBMIT_SPEC, ToolSpec
 
 CODE, TOOLS, EXPLORE = "code", "tools", "explore"
@@ -125,7 +126,7 @@ class Conversation:
 
 
 @functools.lru_cache(maxsize=None)
-def tool_specs(scenario: str, mode: str, tier: str = "paper") -> tuple[ToolSpec, ...]:
+def tool_specs(scenario: str, mode: str, tier: str = PAPER) -> tuple[ToolSpec, ...]:
     """The tools a conversation offers: the scenario's APIs on the task's tier and submit_result (tools), or
     run_code (explore)."""
     if mode == TOOLS:
@@ -219,7 +220,7 @@ class Driver:
                 c.ended = f"the world could not be set up: {o.status}: {o.error}"
                 continue
             setup = "\n".join(f"- `{k}`: {json.dumps(v, ensure_ascii=False)}" for k, v in o.extra["setup"].items())
-            instruction = getattr(c.task, _variant_field(self.variant))
+            instruction = getattr(c.task, INSTRUCTION_FIELDS[self.variant])
             c.messages = [{"role": "system", "content": TOOLS_SYSTEM},
                           {"role": "user", "content": TOOLS_USER.format(
                               api_doc=c.task.api_doc.strip(), setup=setup or "(none)",
@@ -358,12 +359,6 @@ class Driver:
                 c.lose(o)
             elif not c.lost:
                 c.messages.append(_tool_message(call_id, snippet_report(o)))
-
-
-def _variant_field(variant: str) -> str:
-    from evaluate.prompts import VARIANTS
-
-    return VARIANTS[variant]
 
 
 def scratch_case(task: TaskRecord, sample: int) -> dict:

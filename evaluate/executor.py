@@ -11,11 +11,16 @@ from __future__ import annotations
 import importlib.util
 
 from evaluate.arguments import at_least_one
-from evaluate.sandbox import Executor, Limits, Sandbox
+from evaluate.ray_executor import RAY_INSTALL, probe
+from evaluate.sandbox import Executor, ExecutorError, Limits
+from scenarios.registry import Entry, Registry
 
 LOCAL, RAY = "local", "ray"
-EXECUTORS = (LOCAL, RAY)
-RAY_INSTALL = "pip install -e '.[ray]'"
+EXECUTOR_CLASSES: Registry[type[Executor]] = Registry("executor", {
+    LOCAL: "evaluate.sandbox:Sandbox",
+    RAY: Entry("evaluate.ray_executor:RayExecutor", "ray"),
+})
+EXECUTORS = tuple(EXECUTOR_CLASSES)
 EXECUTOR_HELP = (
     "where the sandbox runs programs: 'local' (default: warm worker processes on this machine, --workers of "
     "them) or 'ray' (one worker per CPU of a Ray cluster, each an actor running the same contained worker; "
@@ -33,10 +38,6 @@ def add_executor_options(parser, default: str, workers_do: str = "") -> None:
                              "actors, default one per CPU of the cluster)")
     parser.add_argument("--executor", choices=EXECUTORS, default=default, help=EXECUTOR_HELP)
     parser.add_argument("--ray-address", default=None, metavar="ADDR", help=ADDRESS_HELP)
-
-
-class ExecutorError(RuntimeError):
-    """An executor that cannot be had (ray not installed, a cluster without CPUs): one line naming the fix."""
 
 
 def ray_missing() -> str | None:
@@ -57,8 +58,6 @@ def check_reachable(name: str, address: str | None) -> None:
     """Raise ExecutorError, naming the address, when nothing answers at a Ray cluster's address (a run checks
     this before it generates, not after)."""
     if name == RAY and address:
-        from evaluate.ray_executor import probe
-
         probe(address)
 
 
@@ -69,8 +68,5 @@ def make_executor(name: str = LOCAL, address: str | None = None, workers: int | 
     problem = check_choice(name, address) if name in EXECUTORS else f"unknown executor {name!r}; choose from {EXECUTORS}"
     if problem:
         raise ExecutorError(problem)
-    if name == LOCAL:
-        return Sandbox(workers, limits)
-    from evaluate.ray_executor import RayExecutor
-
-    return RayExecutor(address, workers, limits)
+    cls = EXECUTOR_CLASSES.get(name)
+    return cls(workers, limits) if name == LOCAL else cls(address, workers, limits)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from evaluate.data import TaskRecord
+from scenarios.base import VARIANTS
 
 SYSTEM = (
     "You are an expert Python programmer. You write code that calls APIs in sequence and keeps track of the "
@@ -35,13 +36,14 @@ and assign the final answer to `RESULT`. Reply with a single ```python code bloc
 
 # variant -> the record's field: natural (the default, as a developer asks), steps (every call and name dictated),
 # vague (the intent and the values; the mechanics are left to the documentation)
-VARIANTS = {"natural": "instruction", "steps": "instruction_steps", "vague": "instruction_vague"}
+# Each instruction variant's field of the task record.
+INSTRUCTION_FIELDS = dict(zip(VARIANTS, ("instruction", "instruction_steps", "instruction_vague")))
 
 
 def build_messages(task: TaskRecord, variant: str = "natural") -> list[dict]:
     if variant not in VARIANTS:
         raise ValueError(f"unknown instruction variant {variant!r}; choose one of {', '.join(VARIANTS)}")
-    instruction = getattr(task, VARIANTS[variant])
+    instruction = getattr(task, INSTRUCTION_FIELDS[variant])
     return [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": USER.format(

@@ -23,10 +23,9 @@ from typing import Any, Iterable
 
 from evaluate import tempdirs
 from evaluate.containment import PR_SET_DUMPABLE, prctl
-from evaluate.executor import RAY_INSTALL, ExecutorError
 from evaluate.progress import progress
-from evaluate.sandbox import (JOIN_POLL_S, RETRIES, Executor, Job, Limits, Outcome, SandboxFault, _Worker, lost,
-                              run_retrying)
+from evaluate.sandbox import (JOIN_POLL_S, RETRIES, Executor, ExecutorError, Job, Limits, Outcome, SandboxFault,
+                              _Worker, lost, run_retrying)
 from evaluate.statuses import CRASH
 
 BATCH_MAX = 16  # jobs per call to an actor: fewer round trips, yet enough batches to share the work out evenly
@@ -35,6 +34,7 @@ IN_FLIGHT = 2  # batches queued on each actor, so it starts the next one without
 CLOSE_S = 10.0  # how long closing waits for actors to stop their workers before killing the actors
 PROBE_S = 10.0  # how long the one connection attempt to a cluster's address may take
 CLIENT_PORT = 10001  # Ray Client's port, when a ray:// address names none
+RAY_INSTALL = "pip install -e '.[ray]'"
 
 
 def import_ray():

@@ -18,9 +18,7 @@ killed and replaced, and the run goes on.
 
 from __future__ import annotations
 
-import base64
 import errno
-import json
 import os
 import queue
 import select
@@ -30,7 +28,7 @@ import sys
 import threading
 import time
 import dataclasses
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -38,26 +36,14 @@ from evaluate import tempdirs
 from evaluate.data import TestCase
 from evaluate.containment import PR_SET_DUMPABLE, job_uid, kill_uid, prctl
 from evaluate.progress import progress
-from evaluate.statuses import CRASH, INFRA_ERROR, REPLY_STATUSES
+from evaluate.protocol import (BatchRequest, EpisodeRequest, Limits, ProgramRequest, Reply, Request, TraceRequest,
+                               WireCase, decode_reply, encode_request)
+from evaluate.statuses import CRASH, INFRA_ERROR
 
 ROOT = Path(__file__).resolve().parents[1]
 
 # Environment variables a worker keeps; everything else (API keys, tokens, cloud credentials) is dropped.
 KEEP_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Per test case limits. Defaults suit the three scenarios; raise `timeout_s` for slow machines."""
-
-    timeout_s: float = 10.0  # wall clock, kills the whole process group
-    cpu_s: int = 15
-    memory_mb: int = 4096  # address space
-    file_size_mb: int = 16
-    open_files: int = 256
-    processes: int = 64
-    output_bytes: int = 8192  # stdout + stderr kept for the report
-    result_mb: int = 64  # serialised RESULT (the child's whole report) it may send back; larger is a result error
 
 
 @dataclass
@@ -92,6 +78,23 @@ class Job:
     # Jobs of one group (a task's reference runs) may share a child across test cases (`run_batched`); None: only
     # jobs on the same test case do.
     group: Any = None
+
+    def request(self, limits: Limits) -> Request:
+        """What the worker is sent for this job (`evaluate.protocol`)."""
+        if self.batch is not None:
+            # Each distinct test case once, and which one each program runs on.
+            together = self.cases if self.cases is not None else [self.case] * len(self.batch)
+            distinct = {id(c): c for c in together}
+            order = list(distinct)
+            shared = list(self.shared) if self.shared and not self.record else [0] * len(self.batch)
+            return BatchRequest(self.scenario, [WireCase.of(distinct[i]) for i in order], limits, list(self.batch),
+                                [order.index(id(c)) for c in together], shared, self.record)
+        case = WireCase.of(self.case)
+        if self.calls is not None:
+            return EpisodeRequest(self.scenario, case, limits, self.calls, self.submit)
+        if self.trace:
+            return TraceRequest(self.scenario, case, limits, self.code)
+        return ProgramRequest(self.scenario, case, limits, self.code, self.record)
 
 
 @dataclass
@@ -155,33 +158,14 @@ class _Worker:
         self._buf = b""
 
     def run(self, job: Job) -> Outcome:
-        payload = {
-            "scenario": job.scenario,
-            "code": job.code,
-            "case": _encode_case(job.case),
-            "limits": asdict(self.limits),
-        }
-        if job.batch is not None:
-            payload["batch"] = list(job.batch)
-            if job.shared and not job.record:
-                payload["shared"] = list(job.shared)
-            if job.cases is not None:  # each distinct test case once, and which one each program runs on
-                distinct = {id(c): c for c in job.cases}
-                order = list(distinct)
-                payload["cases"] = [_encode_case(distinct[i]) for i in order]
-                payload["case_of"] = [order.index(id(c)) for c in job.cases]
-        if job.calls is not None:
-            payload.update(calls=job.calls, submit=job.submit)
-        if job.trace:
-            payload["trace"] = True
-        if not job.record:
-            payload["record"] = False
+        request = job.request(self.limits)
         try:
-            self.proc.stdin.write((json.dumps(payload) + "\n").encode())
+            self.proc.stdin.write(encode_request(request).encode())
             self.proc.stdin.flush()
             # The worker enforces the test case's own timeout; this is the safety net if the worker itself hangs
-            # (first job: importing torch and starting servers).
-            steps = len(job.batch or [0]) * (2 if payload.get("shared") else 1)  # each with the whole time limit
+            # (first job: importing torch and starting servers): each program (and a batch's shared part) may take
+            # the whole time limit.
+            steps = len(request.programs) * (2 if any(request.shared) else 1) if job.batch is not None else 1
             line = self._readline(time.monotonic() + self.limits.timeout_s * steps + 120)
         except (BrokenPipeError, OSError) as exc:
             line, err = None, str(exc)
@@ -191,23 +175,17 @@ class _Worker:
             self.close()
             return Outcome(job.key, CRASH, error=f"{err}; it was restarted")
         try:
-            reply = json.loads(line)
-            if not isinstance(reply, dict) or reply.get("status") not in REPLY_STATUSES:
-                raise ValueError(f"status {reply.get('status') if isinstance(reply, dict) else reply!r}")
-            if reply["status"] == CRASH:  # the worker failed outside the program (its world, its disk): a new one
-                self.close(kill=True)
-                if reply.get("errno") in DISK_FULL:
-                    raise DiskFull(tempdirs.root())
-            extra = {k: reply[k] for k in ("containment", "leftovers", "in_api", "setup", "calls", "submit")
-                     if k in reply}
-            batch = None
-            if job.batch is not None:
-                batch = [_outcome(job.key, r, {}) for r in reply.get("batch", [])][:len(job.batch)]
-            return _outcome(job.key, reply, extra, batch)
+            reply = decode_reply(line, batch=job.batch is not None)
         except (ValueError, TypeError, AttributeError) as exc:  # JSONDecodeError is a ValueError
             self.close(kill=True)
             return Outcome(job.key, CRASH, error=f"the sandbox worker sent a malformed reply ({str(exc)[:80]}); "
                                                    "it was restarted")
+        if reply.status == CRASH:  # the worker failed outside the program (its world, its disk): a new one
+            self.close(kill=True)
+            if reply.errno in DISK_FULL:
+                raise DiskFull(tempdirs.root())
+        batch = None if reply.batch is None else [_outcome(job.key, r, {}) for r in reply.batch][:len(job.batch)]
+        return _outcome(job.key, reply, reply.extra, batch)
 
     def run_safely(self, job: Job) -> Outcome:
         """`run`, with a harness bug reported as that job's crash (the worker killed and left for replacement)
@@ -281,6 +259,10 @@ RETRIES = 2
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
+class ExecutorError(RuntimeError):
+    """An executor that cannot be had (ray not installed, a cluster without CPUs): one line naming the fix."""
+
+
 class SandboxFault(RuntimeError):
     """A fault of this machine that no retry mends and that would make every later job fail: the run stops with
     this one line (what is already done is kept: generations are cached, a build resumes)."""
@@ -336,23 +318,9 @@ def lost(job: Job, tries: int, error: str) -> Outcome:
                                                f"{error}", extra={"retried": max(0, tries - 1)})
 
 
-def _outcome(key: Any, reply: dict, extra: dict, batch: list[Outcome] | None = None) -> Outcome:
-    if reply.get("status") not in REPLY_STATUSES:
-        raise ValueError(f"status {reply.get('status')!r}")
-    trace = reply.get("trace")
-    return Outcome(key, reply["status"], reply.get("result"), reply.get("state"), str(reply.get("error", "")),
-                   str(reply.get("output", "")), float(reply.get("seconds", 0.0)), extra,
-                   trace if isinstance(trace, list) else None, batch)
-
-
-def _encode_case(case: TestCase | dict) -> dict:
-    if isinstance(case, TestCase):
-        case = case.to_row()
-    assets = [
-        {"name": a["name"], "kind": a["kind"], "meta": a["meta"], "data": base64.b64encode(a["data"]).decode()}
-        for a in case.get("assets", [])
-    ]
-    return {"setup_code": case["setup_code"], "assets": assets}
+def _outcome(key: Any, reply: Reply, extra: dict, batch: list[Outcome] | None = None) -> Outcome:
+    return Outcome(key, reply.status, reply.result, reply.state, reply.error, reply.output, reply.seconds, extra,
+                   reply.trace, batch)
 
 
 JOIN_POLL_S = 0.2  # how often the harness thread wakes while workers run: a signal delivered to a thread other

@@ -37,7 +37,6 @@ job protocol and the child's execution.
 from __future__ import annotations
 
 import ast
-import base64
 import builtins
 import copy
 import errno
@@ -84,15 +83,13 @@ from evaluate.statuses import (
     SYNTAX_ERROR,
     TIMEOUT,
 )
+from evaluate.protocol import (REPORT_KEYS, BatchRequest, EpisodeRequest, Limits, Request, TraceRequest, decode_request,
+                               encode_reply)
 from scenarios import get_scenario, load_world
 from scenarios.base import canonical_json
 from scenarios.calling import Tracer, run_calls, setup_handles, submitted
 from scenarios.trace import Recorder, bind
 
-# What a child's report may hold: a program's outcome with its API-call trace (and whether the exception that ended
-# it came from inside an API), and a tool-calling episode's summaries (setup values, each call's result or error)
-# or a traced reference's calls and submitted items.
-REPORT_KEYS = ("status", "result", "recorded", "error", "traceback", "trace", "in_api", "setup", "calls", "submit")
 
 
 # The free space a worker needs where it and its test cases keep their files; less, and the run stops rather than
@@ -176,7 +173,7 @@ def _exec_program(world, program, ns: dict, recorder: Recorder) -> dict:
     return {"status": OK, "result": result, "recorded": recorded}
 
 
-def execute_calls(world, job: dict, case: dict) -> dict:
+def execute_calls(world, calls: list[dict], submit: list | None, case: dict) -> dict:
     """A tool-calling episode on one test case (`scenarios.calling`): the setup block, then each of the job's calls
     in order, each result bound to a handle; with `submit` (submit_result's items), RESULT and side effects as a
     program's. The report carries a summary of the setup's values and of every call's result or error, and the
@@ -189,13 +186,13 @@ def execute_calls(world, job: dict, case: dict) -> dict:
     handles = setup_handles(ns, before, tools.hidden)
     report = {"setup": {k: tools.describe(v) for k, v in handles.items()}}
     recorder.start(ns, [name for name in ns if name not in before])
-    report["calls"] = run_calls(tools, ns, handles, job["calls"])
+    report["calls"] = run_calls(tools, ns, handles, calls)
     recorder.recording = False
     report["trace"] = recorder.to_plain()
-    if job.get("submit") is None:
+    if submit is None:
         return {"status": RESULT_ERROR, "error": "no result was submitted (submit_result was not called)", **report}
     try:
-        result = world.canonical(submitted(job["submit"], handles))
+        result = world.canonical(submitted(submit, handles))
         canonical_json(result)
     except Exception as exc:  # noqa: BLE001 - a submission naming nothing, or something that cannot be compared
         return {"status": RESULT_ERROR, "error": f"submit_result: {type(exc).__name__}: {exc}"[:2000], **report}
@@ -219,16 +216,16 @@ def trace_program(world, code: str, case: dict) -> dict:
     return {"status": OK, "result": None, "recorded": world.recorded(ns), "calls": tracer.calls, "submit": submit}
 
 
-def _run(world, job: dict, case: dict) -> dict:
+def _run(world, request: Request, case: dict) -> dict:
     """One job's report: a traced reference, a tool-calling episode, or a program."""
-    if job.get("trace"):
-        return trace_program(world, job["code"], case)
-    if job.get("calls") is not None:
-        return execute_calls(world, job, case)
-    return execute(world, job["code"], case, job.get("record", True))
+    if isinstance(request, TraceRequest):
+        return trace_program(world, request.code, case)
+    if isinstance(request, EpisodeRequest):
+        return execute_calls(world, request.calls, request.submit, case)
+    return execute(world, request.code, case, request.record)
 
 
-def _run_batch(world, job: dict, cases: list[dict], wfd: int, gfd: int) -> None:
+def _run_batch(world, batch: BatchRequest, cases: list[dict], wfd: int, gfd: int) -> None:
     """A batch's programs in turn, each on its test case (`cases`; see `Runner._batch` for the worker's half,
     which follows the same schedule).
 
@@ -239,11 +236,9 @@ def _run_batch(world, job: dict, cases: list[dict], wfd: int, gfd: int) -> None:
     namespace, in the world restored to what those statements left. Its outcome is the one it would have alone:
     the same statements ran on the same values, and a program raises on the lines it raises on alone. Statements
     are shared between programs on the same test case only."""
-    shared = job.get("shared") or [0] * len(job["batch"])
-    cap = job["limits"]["result_mb"]
-    record = job.get("record", True)
+    shared, cap, record = batch.shared, batch.limits.result_mb, batch.record
     kept, ran = None, []  # the shared namespace and the dumps of the statements run in it
-    for k, program in enumerate(job["batch"]):
+    for k, program in enumerate(batch.programs):
         if k and os.read(gfd, 1) != b"g":
             return
         case = cases[k]
@@ -315,7 +310,7 @@ def _send(wfd: int, report: dict, cap_mb: int) -> None:
         view = view[os.write(wfd, view):]
 
 
-def _child(world, job: dict, case: dict | list[dict], workdir: str, wfd: int, gfd: int | None, out: int,
+def _child(world, request: Request, case: dict | list[dict], workdir: str, wfd: int, gfd: int | None, out: int,
            jail: Jail | None, uid: int | None, worker: int) -> None:
     """`gfd`: for a batch, the pipe on which the worker says go (b"g") once it has read the world after one
     program and reset it for the next; anything else ends the batch. `case`: for a batch, each program's."""
@@ -335,7 +330,7 @@ def _child(world, job: dict, case: dict | list[dict], workdir: str, wfd: int, gf
             low = fd + 1
         os.closerange(low, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
         if jail is not None:
-            jail.enter(workdir, max(64, 4 * job["limits"]["file_size_mb"]))
+            jail.enter(workdir, max(64, 4 * request.limits.file_size_mb))
         else:
             os.chdir(workdir)
             if uid is not None:
@@ -344,12 +339,12 @@ def _child(world, job: dict, case: dict | list[dict], workdir: str, wfd: int, gf
         if os.getppid() != worker:  # the worker died before the line above
             os._exit(code)
         prctl(PR_SET_NO_NEW_PRIVS, 1)  # no setuid binary gives anything back
-        apply_limits(job["limits"])
+        apply_limits(request.limits)
         os.environ.update(HOME=workdir, TMPDIR=workdir, USER="sandbox", LOGNAME="sandbox")
         if gfd is None:
-            _send(wfd, _run(world, job, case), job["limits"]["result_mb"])
+            _send(wfd, _run(world, request, case), request.limits.result_mb)
         else:
-            _run_batch(world, job, case, wfd, gfd)
+            _run_batch(world, request, case, wfd, gfd)
         code = 0
     except BaseException:  # noqa: BLE001 - nothing may escape a forked child
         code = 71
@@ -445,20 +440,19 @@ class Runner:
         finally:
             tempfile.tempdir = None
 
-    def run_job(self, job: dict) -> dict:
-        scenario = job["scenario"]
-        if scenario not in self.worlds:
-            self.worlds[scenario] = self._load(scenario)
-        world = self.worlds[scenario]
-        if job.get("calls") is not None or job.get("trace"):
-            world.tools()  # built once in the worker (a world caches its tool table), not in every child
-        batch = job.get("batch")
-        cases = [_decoded(c) for c in job.get("cases") or [job["case"]]]
-        # A batch's programs may each run on another of its test cases (`case_of`, in order); the first is reset
-        # here, the others between programs (`_batch`).
-        of = [cases[i] for i in job.get("case_of") or [0] * len(batch)] if batch is not None else None
-        case = of[0] if batch is not None else cases[0]
-        limits = job["limits"]
+    def run_job(self, request: Request) -> dict:
+        """The reply to one request, in steps: the world reset to the (first) test case, a contained child forked
+        to run the request, its report read (a batch's one program at a time, `_batch`), the child and whatever it
+        left killed, and the verdict completed from the world."""
+        world = self._world(request)
+        batch = request if isinstance(request, BatchRequest) else None
+        if batch is not None:  # each program's test case; the first is reset here, the others in `_batch`
+            cases = [c.as_dict() for c in batch.cases]
+            case: dict | list[dict] = [cases[i] for i in batch.case_of]
+            first = case[0]
+        else:
+            case = first = request.case.as_dict()
+        limits = request.limits
         workdir = tempdirs.make("case")  # in the shared temporary directory: the job's uid must reach it
         if self.uid is not None:
             os.chown(workdir, self.uid, self.uid)
@@ -466,31 +460,20 @@ class Runner:
         out, path = tempfile.mkstemp(dir=self.home)
         os.unlink(path)
         try:
-            world.reset(case)
+            world.reset(first)
             # The wall clock starts after the reset: restoring the world (restarting a service an earlier program
             # killed or kept busy) is the worker's time, not this program's.
             start = time.monotonic()
             keep = children()  # the world's own processes (a service), never a job's
-            rfd, wfd = os.pipe()
-            gfd, go = os.pipe() if batch is not None else (None, None)
             # Shared statements need a world that can be saved after them and restored to that (`World.save`).
-            saved = world.save() if batch is not None and any(job.get("shared") or ()) else None
-            if saved is None:
-                job["shared"] = None
-            me = os.getpid()
-            pid = os.fork()
-            if pid == 0:
-                os.close(rfd)
-                if go is not None:
-                    os.close(go)
-                _child(world, job, case if batch is None else of, workdir, wfd, gfd, out, self.jail, self.uid, me)
-            os.close(wfd)
+            saved = world.save() if batch is not None and any(batch.shared) else None
+            if batch is not None and saved is None:
+                batch.shared = [0] * len(batch.programs)
+            pid, rfd, go = self._fork(world, request, case, workdir, out)
             if batch is None:
-                data, how = _collect(rfd, pid, start + limits["timeout_s"], limits["result_mb"])
+                data, how = _collect(rfd, pid, start + limits.timeout_s, limits.result_mb)
             else:
-                os.close(gfd)
-                reports, keep = self._batch(world, of, job["shared"] or [0] * len(batch), saved, rfd, go, pid,
-                                            keep, limits)
+                reports, keep = self._batch(world, case, batch.shared, saved, rfd, go, pid, keep, limits)
                 os.close(go)
                 data, how = json.dumps({"status": OK}).encode(), "done"
             os.close(rfd)
@@ -500,26 +483,15 @@ class Runner:
                 reap_leftovers(keep, self.uid)
                 return {"status": CRASH, "error": "a part of the world (its service) died during the job",
                         "seconds": 0.0}
-            cpu = usage.ru_utime + usage.ru_stime
             leftovers = reap_leftovers(keep, self.uid)  # and those that left the group
             seconds = time.monotonic() - start
-            output = _read_capped(out, limits["output_bytes"])
-            if how == "timeout":
-                report = {"status": TIMEOUT, "error": f"the program ran longer than {limits['timeout_s']} s"}
-            elif how == "too_large":
-                report = {"status": RESULT_ERROR, "error": too_large(limits["result_mb"])}
-            elif not data:
-                out_of_cpu = _out_of_cpu(wait_status, cpu, limits["cpu_s"])
-                report = {"status": TIMEOUT if out_of_cpu else EXECUTION_ERROR,
-                          "error": "the program used up its CPU time" if out_of_cpu else _early_exit_text(wait_status)}
-            else:
-                report = _checked_report(data)
+            report = _verdict(data, how, wait_status, usage.ru_utime + usage.ru_stime, limits)
             if batch is not None:
                 report["batch"] = reports
             else:
                 _read_world(world, report)
             report["seconds"] = round(seconds, 4)
-            report["output"] = output
+            report["output"] = _read_capped(out, limits.output_bytes)
             report["containment"] = self.containment
             if leftovers:
                 report["leftovers"] = leftovers
@@ -528,10 +500,36 @@ class Runner:
             os.close(out)
             shutil.rmtree(workdir, ignore_errors=True)
 
+    def _world(self, request: Request):
+        """The request's scenario's world, loaded on its first job."""
+        if request.scenario not in self.worlds:
+            self.worlds[request.scenario] = self._load(request.scenario)
+        world = self.worlds[request.scenario]
+        if isinstance(request, (EpisodeRequest, TraceRequest)):
+            world.tools()  # built once in the worker (a world caches its tool table), not in every child
+        return world
+
+    def _fork(self, world, request: Request, case: dict | list[dict], workdir: str, out: int
+              ) -> tuple[int, int, int | None]:
+        """The child that runs `request` (it never returns here): its pid, the pipe its reports come on, and for a
+        batch the pipe on which the worker says go to the next program."""
+        rfd, wfd = os.pipe()
+        gfd, go = os.pipe() if isinstance(request, BatchRequest) else (None, None)
+        me = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            os.close(rfd)
+            if go is not None:
+                os.close(go)
+            _child(world, request, case, workdir, wfd, gfd, out, self.jail, self.uid, me)
+        os.close(wfd)
+        if gfd is not None:
+            os.close(gfd)
+        return pid, rfd, go
 
     @staticmethod
     def _batch(world, cases: list[dict], shared: list[int], saved, rfd: int, go: int, pid: int, keep: set,
-               limits: dict) -> tuple[list, set]:
+               limits: Limits) -> tuple[list, set]:
         """The reports of a batch's programs, read one by one: after each, the world's side effects are read and
         the world is reset before the child may run the next, so that every program meets the test case's initial
         world exactly as when it runs alone. Each program has the whole wall-clock limit. The batch ends early
@@ -548,7 +546,7 @@ class Runner:
         reports, done = [], 0
 
         def report() -> dict | None:
-            data, how = _collect(rfd, pid, time.monotonic() + limits["timeout_s"], limits["result_mb"])
+            data, how = _collect(rfd, pid, time.monotonic() + limits.timeout_s, limits.result_mb)
             return _checked_report(data) if how == "done" else None
 
         for k in range(len(shared)):
@@ -584,10 +582,17 @@ class Runner:
         return reports, keep
 
 
-def _decoded(case: dict) -> dict:
-    """A test case as the harness sent it, its assets' data and meta decoded."""
-    return dict(case, assets=[dict(a, data=base64.b64decode(a["data"]), meta=json.loads(a["meta"]))
-                              for a in case["assets"]])
+def _verdict(data: bytes, how: str, wait_status: int, cpu: float, limits: Limits) -> dict:
+    """What a program's run comes to, from how its report's collection ended (`_collect`) and how the child did."""
+    if how == "timeout":
+        return {"status": TIMEOUT, "error": f"the program ran longer than {limits.timeout_s} s"}
+    if how == "too_large":
+        return {"status": RESULT_ERROR, "error": too_large(limits.result_mb)}
+    if not data:
+        out_of_cpu = _out_of_cpu(wait_status, cpu, limits.cpu_s)
+        return {"status": TIMEOUT if out_of_cpu else EXECUTION_ERROR,
+                "error": "the program used up its CPU time" if out_of_cpu else _early_exit_text(wait_status)}
+    return _checked_report(data)
 
 
 def _read_world(world, report: dict) -> None:
@@ -653,16 +658,15 @@ def main() -> None:
     runner = Runner(uid, folder)
     try:
         for line in sys.stdin:  # EOF: the harness closed the pipe, or died
-            job = json.loads(line)
             try:
-                reply = runner.run_job(job)
+                reply = runner.run_job(decode_request(line))
             except Exception as exc:  # noqa: BLE001 - report, keep serving
                 reply = {"status": CRASH, "error": f"worker error: {type(exc).__name__}: {exc}", "seconds": 0.0,
                          "errno": _errno(exc)}
             if reply.get("errno") is None and (short := runner.short_of_space()):
                 reply = {"status": CRASH, "error": f"worker error: {short}", "seconds": 0.0, "errno": errno.ENOSPC}
             try:
-                proto.write(json.dumps(reply) + "\n")
+                proto.write(encode_reply(reply))
             except BrokenPipeError:  # the harness died while the job ran
                 break
     finally:

@@ -6,31 +6,30 @@
 
 from __future__ import annotations
 
-from scenarios.base import API, INIT, Asset, Call, Condition, Scenario, State, Var, World, load_object
+from scenarios.base import API, INIT, Asset, Call, Condition, Scenario, State, Var, World
+from scenarios.registry import Registry, load_object
 
-# name -> "module:Class". A new scenario is one line here plus its own sub-package.
-REGISTRY: dict[str, str] = {
+# A new scenario is one line here plus its own sub-package.
+SCENARIOS: Registry[type[Scenario]] = Registry("scenario", {
     "tensor": "scenarios.tensor.machine:TensorScenario",
     "session": "scenarios.session.machine:SessionScenario",
     "voice": "scenarios.voice.machine:VoiceScenario",
     "bank": "scenarios.bank.machine:BankScenario",  # the worked example of docs/adding-a-scenario.md
-}
+})
 
-_cache: dict[str, Scenario] = {}
+_instances: dict[str, Scenario] = {}
 
 
 def scenario_names(examples: bool = False) -> list[str]:
     """The scenarios a build makes by default; with `examples`, every known one (the worked example too)."""
-    return [name for name in REGISTRY if examples or not getattr(get_scenario(name), "example", False)]
+    return [name for name in SCENARIOS if examples or not get_scenario(name).example]
 
 
 def get_scenario(name: str) -> Scenario:
-    if name not in REGISTRY:
-        known = ", ".join(REGISTRY)
-        raise KeyError(f"unknown scenario {name!r}; known scenarios: {known}")
-    if name not in _cache:
-        _cache[name] = load_object(REGISTRY[name])()
-    return _cache[name]
+    """The scenario's state machine (one instance per process); `RegistryError` for an unknown name."""
+    if name not in _instances:
+        _instances[name] = SCENARIOS.get(name)()
+    return _instances[name]
 
 
 def load_world(scenario: Scenario) -> World:
@@ -40,5 +39,5 @@ def load_world(scenario: Scenario) -> World:
 
 __all__ = [
     "API", "INIT", "Asset", "Call", "Condition", "Scenario", "State", "Var", "World",
-    "REGISTRY", "get_scenario", "load_world", "scenario_names",
+    "SCENARIOS", "get_scenario", "load_world", "scenario_names",
 ]

@@ -10,14 +10,13 @@ A scenario is two halves that never need each other's imports:
   worker (heavy imports, servers), reset before every test case, and turns RESULT and side effects into
   plain, canonical data that the harness compares without ever touching an object from the child.
 
-Adding a scenario means writing both halves and one line in `scenarios.REGISTRY`; builder and evaluate do not
+Adding a scenario means writing both halves and one line in `scenarios.SCENARIOS`; builder and evaluate do not
 change.
 """
 
 from __future__ import annotations
 
 import copy
-import importlib
 import json
 import math
 import operator
@@ -26,14 +25,15 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-def load_object(spec: str) -> Any:
-    """The object a `"module:attr"` spec names, imported on first use: the one lazy lookup behind the scenario
-    registry (`scenarios.REGISTRY`, `Scenario.world`) and the backend registry (`evaluate.models.BACKENDS`)."""
-    module, _, attr = spec.partition(":")
-    return getattr(importlib.import_module(module), attr)
-
-
 INIT = "init"  # producer tag of variables declared in the setup block
+# Tiers: named generation settings, recorded in the manifest and every result (docs/tasks.md): the paper's programs,
+# and the frontier's, which must read the world. Every scenario has the paper tier; `Scenario.tiers` says which more.
+PAPER, FRONTIER = "paper", "frontier"
+TIERS = (PAPER, FRONTIER)
+# Instruction variants: how a developer asks (the default), numbered steps that dictate every call, and the intent
+# only (docs/instructions.md).
+NATURAL, STEPS, VAGUE = "natural", "steps", "vague"
+VARIANTS = (NATURAL, STEPS, VAGUE)
 COMPARISONS = {"==": operator.eq, "!=": operator.ne, ">": operator.gt, "<": operator.lt, ">=": operator.ge,
                "<=": operator.le}
 
@@ -213,12 +213,14 @@ def join_names(names: Sequence[str]) -> str:
 
 
 class Scenario(ABC):
-    """The builder-side half of a scenario."""
+    """The builder-side half of a scenario: everything the builder and the harness ask of one is declared here,
+    with a default where the ability is optional (docs/architecture.md, "The scenario contract")."""
 
     name: str
     apis: Sequence[API]
     world: str  # "module:Class" of the World, imported only inside sandbox workers
     example: bool = False  # a worked example (docs/adding-a-scenario.md): built only when named, never by default
+    tiers: tuple[str, ...] = (PAPER,)  # the tiers it can be built on; FRONTIER needs `frontier_plan`
 
     @abstractmethod
     def initial_state(self, rng: random.Random) -> State:
@@ -233,18 +235,23 @@ class Scenario(ABC):
         """The setup block the model is shown (imports, pre-loaded variables, condition constants)."""
 
     @abstractmethod
-    def api_doc(self) -> str:
-        """The documentation shown to the model."""
+    def api_doc(self, tier: str = PAPER) -> str:
+        """The documentation shown to the model on a task of `tier`."""
 
-    def tool_specs(self, tier: str = "paper") -> list:
+    def tool_specs(self, tier: str = PAPER) -> list:
         """The APIs as tools (`scenarios.calling.ToolSpec`), from the definition the documentation comes from, on
         the task's tier (`task_tier`); `--mode tools` adds `submit_result`. Light: the harness calls it."""
         raise NotImplementedError(f"the {self.name} scenario defines no tools")
 
     def task_tier(self, task) -> str:
-        """The tier a task (a `evaluate.data.TaskRecord`) was built on, as its stored values say: "paper", or a
+        """The tier a task (a `evaluate.data.TaskRecord`) was built on, as its stored values say: PAPER, or a
         tier whose world serves more (the session service's frontier tier)."""
-        return "paper"
+        return PAPER
+
+    def frontier_plan(self, rng: random.Random):
+        """One program of the frontier tier, a `scenarios.grammar.Plan` of this scenario's steps (only for a
+        scenario whose `tiers` hold FRONTIER)."""
+        raise NotImplementedError(f"the {self.name} scenario has no {FRONTIER} tier")
 
     def scratch_assets(self, assets: list[dict], rng: random.Random) -> list[dict]:
         """The stored values of a scratch world for `--mode explore`: the same names and schema as `assets` (a test

@@ -1,6 +1,6 @@
 """The frontier grammar's plain parts: what a scenario hands the builder to make a program that reads the world.
 
-A frontier program (DESIGN.md, "Tiers") is a short sequence of *steps*, each one construct of the grammar:
+A frontier program (docs/tasks.md, "The frontier tier") is a short sequence of *steps*, each one construct of the grammar:
 
 * `lookup`: find one entity by a property a user would know (a title, the newest of an owner, the most members,
   a tie broken by a stated rule), reading every page of a listing;

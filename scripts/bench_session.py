@@ -13,11 +13,9 @@ harness <-> worker protocol.
 from __future__ import annotations
 
 import argparse
-import base64
 import statistics
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -27,6 +25,7 @@ from builder.fuzz import CoverageRecorder  # noqa: E402
 from builder.config import rng_for  # noqa: E402
 from builder.pipeline import make_cases  # noqa: E402
 from builder.program import generate_program  # noqa: E402
+from evaluate.protocol import ProgramRequest, WireCase  # noqa: E402
 from evaluate.sandbox import Job, Limits, Sandbox  # noqa: E402
 from scenarios import get_scenario  # noqa: E402
 
@@ -43,11 +42,9 @@ def programs(n: int, seed: int) -> list[tuple[str, dict]]:
     return out
 
 
-def worker_job(code: str, case: dict, limits: Limits) -> dict:
-    """The JSON a sandbox worker receives for one job (assets base64-encoded, as on the wire)."""
-    assets = [{**a, "data": base64.b64encode(a["data"]).decode()} for a in case["assets"]]
-    return {"scenario": "session", "code": code, "case": {"setup_code": case["setup_code"], "assets": assets},
-            "limits": asdict(limits)}
+def worker_job(code: str, case: dict, limits: Limits) -> ProgramRequest:
+    """What a sandbox worker receives for one job (`evaluate.protocol`)."""
+    return ProgramRequest("session", WireCase.of(case), limits, code)
 
 
 def summary(label: str, ms: list[float]) -> str:

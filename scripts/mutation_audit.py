@@ -11,7 +11,7 @@ equivalent to the reference or a hole in the oracle (a dead call, a read whose v
 of the test data) through which a wrong answer passes.
 
 It imports nothing from `builder/` on purpose: its mutants come from the published rows alone, independently of
-the builder's own validity checks and mutation step, so that it can check them (DESIGN.md: every call live, every
+the builder's own validity checks and mutation step, so that it can check them (docs/oracles.md: every call live, every
 read non-vacuous, every mutant killed or proven equivalent) rather than repeat their reasoning. Each task's
 unmutated reference is scored too, as a control: a task whose reference fails is reported and left out.
 

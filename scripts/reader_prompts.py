@@ -25,7 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evaluate.data import DatasetError, load_tasks  # noqa: E402
-from evaluate.prompts import VARIANTS, build_messages  # noqa: E402
+from evaluate.prompts import build_messages  # noqa: E402
+from scenarios.base import VARIANTS  # noqa: E402
 
 HEADER = "################ TASK {task_id}"
 READER = """\

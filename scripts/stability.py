@@ -90,7 +90,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from builder.config import TIERS  # noqa: E402
+from scenarios.base import TIERS  # noqa: E402
 from builder.stats import is_call  # noqa: E402
 from evaluate.arguments import INTERRUPTED, Parser, at_least_one  # noqa: E402
 

@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from builder.stats import analyse, format_table, table1  # noqa: E402
 from evaluate.data import load_tasks  # noqa: E402
+from scenarios.base import FRONTIER  # noqa: E402
 
 
 def main() -> int:
@@ -37,7 +38,7 @@ def main() -> int:
 
         build(BuildConfig(n=a.n, seed=a.seed, out=a.folder, workers=a.workers))
     tasks, manifest = load_tasks(a.folder)
-    frontier = manifest.get("config", {}).get("tier") == "frontier"
+    frontier = manifest.get("config", {}).get("tier") == FRONTIER
     disagree = []
     for t in tasks if not frontier else []:  # a frontier record's numbers are its trace's (builder/stats.py)
         flow = analyse(t.reference_program)

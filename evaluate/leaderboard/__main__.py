@@ -19,7 +19,8 @@ import sys
 
 from evaluate.arguments import Parser, at_least_one, positive_seconds
 from evaluate.episodes import MODES
-from evaluate.leaderboard.submission import DEFAULT_ROOT, VARIANTS, WEIGHTS
+from evaluate.leaderboard.submission import DEFAULT_ROOT, WEIGHTS
+from scenarios.base import NATURAL, VARIANTS
 
 
 def parser() -> argparse.ArgumentParser:
@@ -49,7 +50,7 @@ def parser() -> argparse.ArgumentParser:
                    help="the run's dataset, to pick its replies and check coverage (default: as recorded)")
     s.add_argument("--root", default=str(DEFAULT_ROOT), help=f"leaderboard folder (default {DEFAULT_ROOT})")
     s.add_argument("--force", action="store_true", help="replace an existing submission folder")
-    s.add_argument("--variant", choices=VARIANTS, default="natural",
+    s.add_argument("--variant", choices=VARIANTS, default=NATURAL,
                    help="which instructions the run was scored on (evaluate's --variant; default natural)")
     s.add_argument("--mode", choices=MODES, default="code",
                    help="how the run was evaluated (evaluate's --mode; default code). A tools or explore run is "

@@ -21,19 +21,12 @@ from cards import LEADERBOARD_PAGE, template
 from evaluate.episodes import CODE, MODES
 from evaluate.errors import writing
 from evaluate.intervals import rank_ranges
-from evaluate.leaderboard.submission import (
-    DEFAULT_ROOT,
-    SUBMISSIONS,
-    VARIANTS,
-    SubmissionError,
-    load_submission,
-)
+from evaluate.leaderboard.submission import DEFAULT_ROOT, SUBMISSIONS, SubmissionError, load_submission
 from evaluate.leaderboard.validation import stamp_problem, validate
-
-NATURAL = VARIANTS[0]  # the instructions scored by default
 from evaluate.plots import COLORS
 from evaluate.scoring import CI, with_intervals
 from evaluate.statuses import EXECUTION_ERROR, NO_CODE, PASS, RESULT_ERROR, STATUSES, SYNTAX_ERROR, TIMEOUT
+from scenarios.base import NATURAL, VARIANTS
 
 MARK_START, MARK_END = "<!-- leaderboard:start -->", "<!-- leaderboard:end -->"
 PALETTE = ("#2a9d8f", "#e76f51", "#264653", "#e9c46a", "#8e6c8a", "#f4a261", "#4d908e", "#577590", "#bc4749",

@@ -34,9 +34,9 @@ from evaluate.errors import first_few, writing
 from evaluate.models import Sampling
 from evaluate.models.cache import GenerationCache, prompt_key
 from evaluate.names import slug
-from evaluate.prompts import VARIANTS as PROMPT_VARIANTS
 from evaluate.prompts import build_messages
 from evaluate.statuses import INFRA_ERROR
+from scenarios.base import VARIANTS
 
 RESULTS = "results.json"
 GENERATIONS = "generations.jsonl"
@@ -47,7 +47,6 @@ SUBMITTED_FILES = (RESULTS, GENERATIONS, METADATA)
 DEFAULT_ROOT = Path("leaderboard")
 SUBMISSIONS = "submissions"
 WEIGHTS = ("open", "closed", "unknown")
-VARIANTS = tuple(PROMPT_VARIANTS)  # evaluate's --variant: which instruction the model was shown
 METADATA_FORMAT = 1
 
 

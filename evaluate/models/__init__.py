@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from scenarios.base import load_object
+from scenarios.registry import Entry, Registry, RegistryError
 
 
 @dataclass(frozen=True)
@@ -121,13 +121,12 @@ ALIASES: dict[str, Alias] = {
     "reference": Alias("reference", "reference", note="replays the reference programs"),
 }
 
-# backend name -> "module:Class"
-BACKENDS: dict[str, str] = {
+BACKENDS: Registry[type[Backend]] = Registry("backend", {
     "reference": "evaluate.models.reference:ReferenceBackend",
-    "openai": "evaluate.models.openai_api:OpenAIBackend",
-    "vllm": "evaluate.models.vllm_local:VLLMBackend",
-    "hf": "evaluate.models.hf_local:HFBackend",
-}
+    "openai": Entry("evaluate.models.openai_api:OpenAIBackend", "openai"),
+    "vllm": Entry("evaluate.models.vllm_local:VLLMBackend", "vllm"),
+    "hf": Entry("evaluate.models.hf_local:HFBackend", "hf"),
+})
 
 
 def resolve(model: str, backend: str | None) -> tuple[str, str, Alias | None]:
@@ -148,7 +147,10 @@ def resolve(model: str, backend: str | None) -> tuple[str, str, Alias | None]:
 
 def get_backend(model: str, backend: str | None = None, **options) -> Backend:
     model_id, name, alias = resolve(model, backend)
-    cls = load_object(BACKENDS[name])
+    try:
+        cls = BACKENDS.get(name)
+    except RegistryError as exc:
+        raise BackendError(str(exc)) from None
     if alias is not None and name == alias.backend:
         if options.get("base_url") is None:
             options["base_url"] = alias.base_url

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import random
 
-from scenarios.base import API, Asset, Call, Scenario, State, Var, join_names, setup_block
+from scenarios.base import PAPER, API, Asset, Call, Scenario, State, Var, join_names, setup_block
 
 ACCOUNT, BALANCE = "account", "balance"
 
@@ -98,7 +98,7 @@ class BankScenario(Scenario):
     def describe_init(self, state):
         return f"The setup block opens the accounts {join_names(state.inits)}."
 
-    def api_doc(self):
+    def api_doc(self, tier=PAPER):
         return API_DOC
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from scenarios.session.store import TIERS  # stdlib only: --help does not wait for FastAPI
+from scenarios.base import PAPER, TIERS  # stdlib only: --help does not wait for FastAPI
 
 TIER_HELP = ("paper: the API the paper's tasks call (default); frontier: the same service with paged listings, "
              "versioned writes (If-Match), members as a sub-resource and bulk delete")
@@ -52,13 +52,13 @@ def main(argv: list[str] | None = None) -> int:
                    help="keep every answered request (method, route, parameters, body, status, answer) in the "
                         "database's call log, which a sandbox worker reads and empties per test case (used by "
                         "sandbox workers; off by default, so a long-running service does not grow a log)")
-    s.add_argument("--tier", default="paper", choices=TIERS, help=TIER_HELP)
+    s.add_argument("--tier", default=PAPER, choices=TIERS, help=TIER_HELP)
 
     d = sub.add_parser("api-doc", help="print the model-facing API documentation generated from the OpenAPI",
                        description="Render scenarios/session/api_doc.md (api_doc_frontier.md with --tier frontier) "
                                    "from the app's OpenAPI document.")
     d.add_argument("--write", action="store_true", help="write the file instead of printing it")
-    d.add_argument("--tier", default="paper", choices=TIERS, help=TIER_HELP)
+    d.add_argument("--tier", default=PAPER, choices=TIERS, help=TIER_HELP)
 
     args = p.parse_args(argv)
     if args.command == "serve":

@@ -39,11 +39,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, Field
 
+from scenarios.base import FRONTIER, PAPER, TIERS
 from scenarios.session import filters, store
 
 VERSION = "0.5.0"  # the original's version at the EvoMaster benchmark's snapshot (0.5.0-SNAPSHOT)
-TIERS = store.TIERS
-PAPER, FRONTIER = TIERS
 DESCRIPTION = "Stores JSON session data for a portal application, grouped by source and session type."
 
 SessionType = enum.Enum("SessionType", {t: t for t in store.SESSION_TYPES}, type=str)

@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from scenarios.base import FRONTIER, PAPER
 from scenarios.calling import ToolSpec
 
 DOC_PATH = Path(__file__).with_name("api_doc.md")
-DOC_PATHS = {"paper": DOC_PATH, "frontier": Path(__file__).with_name("api_doc_frontier.md")}
+DOC_PATHS = {PAPER: DOC_PATH, FRONTIER: Path(__file__).with_name("api_doc_frontier.md")}
 DEFAULT_DESCRIPTION = "Successful Response"  # what FastAPI calls an endpoint's own success response
 
 _HEAD = """\
@@ -154,8 +155,8 @@ on with the next session. That session is not one of the sessions the change was
 task treat it like any other session, and what they ask of it is read as it then stands.
 """
 FRONTIER_USAGE = "\n".join([FRONTIER_DATA + "\n" + FRONTIER_SESSIONS, FRONTIER_CHECKS])
-USAGES = {"paper": USAGE, "frontier": FRONTIER_USAGE}
-INTROS = {"paper": INTRO, "frontier": FRONTIER_INTRO}
+USAGES = {PAPER: USAGE, FRONTIER: FRONTIER_USAGE}
+INTROS = {PAPER: INTRO, FRONTIER: FRONTIER_INTRO}
 
 
 def _resolve(schema: dict, spec: dict) -> dict:
@@ -221,7 +222,7 @@ def _shared_parameters(spec: dict) -> dict[str, str]:
     return {name: next(iter(d)) for name, d in seen.items() if len(d) == 1}
 
 
-def render_api_doc(spec: dict | None = None, tier: str = "paper") -> str:
+def render_api_doc(spec: dict | None = None, tier: str = PAPER) -> str:
     """The markdown shown to models on `tier`, from `spec` (default: the OpenAPI document of that tier's app)."""
     if tier not in USAGES:
         raise ValueError(f"unknown session service tier {tier!r}: use one of {', '.join(USAGES)}")

@@ -2,7 +2,7 @@
 
 The paper's tier answers every session of a listing at once and writes unconditionally, so a program never has to
 read the world before acting on it. Real services page their listings and refuse a write based on a stale read;
-the frontier tier (DESIGN.md, "Tiers") serves those semantics on the same paths and storage, so that tasks can
+the frontier tier (docs/tasks.md, "The frontier tier") serves those semantics on the same paths and storage, so that tasks can
 loop over pages, look things up and recover from documented errors:
 
 * **paged listings**: `GET /{source}/{type}`, `GET .../query` and `POST .../query/fetch` answer

@@ -26,7 +26,7 @@ import random
 from pathlib import Path
 
 from scenarios.base import (
-    API, Asset, Call, Condition, Scenario, State, Var, canonical_json, iter_unique, join_names, setup_block,
+    FRONTIER, PAPER, API, Asset, Call, Condition, Scenario, State, Var, canonical_json, iter_unique, join_names, setup_block,
 )
 from scenarios.session import words
 from scenarios.session.filters import compile_filter
@@ -770,6 +770,7 @@ class SessionScenario(Scenario):
     vocabulary = (words.CONTENT_TYPES, ("data.owner", "data.members", "data.title"), ("id", "data"),
                   ("title", "owner", "members"), words.TITLE_SUFFIXES)
     name = "session"
+    tiers = (PAPER, FRONTIER)
     apis = (ListSessions(), AddSession(), QuerySessions(), UpdateSession(), DeleteSession(), TakeFromList(),
             EditData())
     world = "scenarios.session.world:SessionWorld"
@@ -866,15 +867,15 @@ class SessionScenario(Scenario):
         return ("The setup block sets `BASE_URL` to the address of the session service, which already holds "
                 f"some sessions, and defines {text}.")
 
-    def api_doc(self, tier: str = "paper"):
+    def api_doc(self, tier: str = PAPER):
         from scenarios.session.doc import DOC_PATHS
 
         return DOC_PATHS[tier].read_text()
 
-    def tool_specs(self, tier: str = "paper"):
+    def tool_specs(self, tier: str = PAPER):
         from scenarios.session.doc import operations
 
-        if tier == "paper":
+        if tier == PAPER:
             return [op.spec for op in operations()]
         from scenarios.session.app import create_app
 
@@ -885,7 +886,7 @@ class SessionScenario(Scenario):
         for asset in task.test_cases[0].assets:
             if asset["name"] == ASSET:
                 return parse_asset(bytes(asset["data"]))[0]
-        return "paper"
+        return PAPER
 
     def frontier_plan(self, rng):
         """One program of the frontier tier (`scenarios/session/tasks.py`)."""

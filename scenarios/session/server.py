@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from scenarios.base import PAPER, TIERS
+
 START_TIMEOUT_S = 60.0  # first start imports FastAPI; a loaded 2-core machine can take several seconds
 # The service's address space: about 200 MB is what it maps when idle; the rest bounds what a program can make
 # it hold (a request body of gigabytes) instead of the machine's memory.
@@ -51,7 +53,7 @@ def default_db() -> Path:
 
 def serve(host: str = "127.0.0.1", port: int = 18080, db: str | None = None, fd: int | None = None,
           exit_with_parent: bool | int = False, log_level: str = "info", log_calls: bool = False,
-          tier: str = "paper") -> None:
+          tier: str = PAPER) -> None:
     """Run the service until interrupted (or until the parent exits, with `exit_with_parent`: True, or the parent's
     pid, which closes the moment between the parent's start of this process and this call); `db` defaults to
     `default_db()`; `log_calls`: keep every answered request in the database (see `app.CallLog`); `tier`: "paper"
@@ -157,8 +159,7 @@ class ServiceProcess:
     """One service instance on a free loopback port, with its own database file, serving one tier ("paper" or
     "frontier", see `app.create_app`)."""
 
-    def __init__(self, db_path: str, log_path: str | None = None, tier: str = "paper"):
-        from scenarios.session.store import TIERS  # not from app: a sandbox worker never imports FastAPI
+    def __init__(self, db_path: str, log_path: str | None = None, tier: str = PAPER):
 
         if tier not in TIERS:
             raise ValueError(f"unknown session service tier {tier!r}: use one of {', '.join(TIERS)}")
@@ -185,7 +186,7 @@ class ServiceProcess:
                 self.proc = subprocess.Popen(
                     [sys.executable, "-m", "scenarios.session", "serve", "--fd", str(fd), "--db", self.db_path,
                      "--exit-with-parent", "--parent", str(os.getpid()), "--log-level", "warning", "--log-calls",
-                     *(["--tier", self.tier] if self.tier != "paper" else [])],
+                     *(["--tier", self.tier] if self.tier != PAPER else [])],
                     pass_fds=(fd,), stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
                 )
             limit = MEMORY_LIMIT_MB * 1024 * 1024

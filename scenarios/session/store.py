@@ -32,6 +32,8 @@ import secrets
 import sqlite3
 from typing import Any, Iterable
 
+from scenarios.base import FRONTIER, PAPER, TIERS
+
 SESSION_TYPES = (
     "main_session",
     "virtual_study",
@@ -43,9 +45,8 @@ SESSION_TYPES = (
     "custom_gene_list",
 )
 MIN_SOURCE_LENGTH = 3
-# The service's tiers (`app.create_app`): both store the same rows; the frontier's answers and snapshot show versions.
-TIERS = ("paper", "frontier")
-PAPER, FRONTIER = TIERS
+# The service's tiers (`app.create_app`), the build's: both store the same rows; the frontier's answers and snapshot
+# show versions.
 ID_LENGTH = 24  # hex digits, as a MongoDB ObjectId
 
 _SCHEMA = """

@@ -33,17 +33,16 @@ import json
 import random
 import re
 
-from scenarios.base import Asset, Call, State, Var, join_names
+from scenarios.base import FRONTIER, VARIANTS, Asset, Call, State, Var, join_names
 from scenarios.grammar import Mutation, Plan, Result, Step
 from scenarios.session import words
 from scenarios.session.frontier import DEFAULT_PAGE, MAX_PAGE
 from scenarios.session.machine import ASSET, EMAIL, SOURCE, TYPE_WORDS
-from scenarios.session.store import FRONTIER, asset_data
+from scenarios.session.store import asset_data
 
 TITLE = "title"
 PROFILES = ("original", "none", "single", "page", "page+1", "large")
 SUFFIXES = (" (archived)", " (reviewed)", " - final", " (shared)")
-VARIANTS = ("natural", "steps", "vague")
 SECOND_LOOP = 0.75  # how often a program has a second loop, over a collection no other step reads
 
 HELPER = '''\

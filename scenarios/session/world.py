@@ -39,7 +39,7 @@ from urllib.parse import urlsplit
 
 import requests  # imported once here so that every forked child finds it loaded
 
-from scenarios.base import World
+from scenarios.base import PAPER, TIERS, World
 from scenarios.calling import Tools, Tracer
 from scenarios.session import store
 from scenarios.session.doc import operations
@@ -106,13 +106,14 @@ class SessionWorld(World):
     def __init__(self) -> None:
         self._dir = tempfile.mkdtemp(prefix="stateeval-session-")  # mode 0700
         self._backends: dict[str, _Backend] = {}
-        self.tier = store.PAPER
-        self._backend(store.PAPER)
+        self._ops: dict[str, dict] | None = None  # every tier's endpoints by tool name, built at the first call
+        self.tier = PAPER
+        self._backend(PAPER)
 
     def _backend(self, tier: str) -> _Backend:
         """The tier's service and connection, started at the first call for it."""
         if tier not in self._backends:
-            suffix = "" if tier == store.PAPER else f"-{tier}"
+            suffix = "" if tier == PAPER else f"-{tier}"
             db_path = os.path.join(self._dir, f"sessions{suffix}.sqlite3")
             conn = store.connect(db_path)
             try:
@@ -185,7 +186,7 @@ class SessionWorld(World):
     def snapshot(self, recorded):
         """The stored sessions; with their versions on a tier whose writes count them (a program's If-Match
         writes change them, so the oracle compares them)."""
-        return store.snapshot(self._conn, versions=self.tier != store.PAPER)
+        return store.snapshot(self._conn, versions=self.tier != PAPER)
 
     # ---- tool calling (`--mode tools`): each endpoint of the OpenAPI document is a tool
 
@@ -193,11 +194,11 @@ class SessionWorld(World):
         """The current tier's endpoints by tool name. Every tier's are built at the first call: the worker builds
         them before the reset that says which tier its job is on (`evaluate.worker.Runner.run_job`), so that no
         child has to (a child's copy of the world would build them for itself alone)."""
-        if not hasattr(self, "_ops"):
+        if self._ops is None:
             from scenarios.session.app import create_app
 
             self._ops = {tier: {op.tool: op for op in operations(create_app(":memory:", tier=tier).openapi())}
-                         for tier in store.TIERS}
+                         for tier in TIERS}
         return self._ops[self.tier]
 
     def tools(self) -> Tools:

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from scenarios.base import API, Asset, Call, Condition, Scenario, State, Var, compare_plain, join_names, setup_block
+from scenarios.base import (FRONTIER, PAPER, API, Asset, Call, Condition, Scenario, State, Var, compare_plain, join_names,
+                            setup_block)
 
 MAX_DIM = 6  # largest size of any dimension of any tensor
 MAX_BATCH = 2
@@ -25,7 +26,7 @@ RTOL = 1e-4  # the tolerance stated in the API documentation
 ATOL = 1e-4
 
 TENSOR, WEIGHT = "tensor", "weight"
-DOCS = {"paper": "api_doc.md", "frontier": "api_doc_frontier.md"}
+DOCS = {PAPER: "api_doc.md", FRONTIER: "api_doc_frontier.md"}
 ORDINALS = ("first", "second", "third")
 
 
@@ -364,6 +365,7 @@ class TensorScenario(Scenario):
     commuting = {"torch.transpose": (1, 2)}  # transpose(x, a, b) is transpose(x, b, a)
     shared_runs = True  # tensors in, tensors out: no world state a program could leave for the next one
     name = "tensor"
+    tiers = (PAPER, FRONTIER)
     apis = (Cat(), Split(), Transpose(), Permute(), Linear(), Conv2d())
     world = "scenarios.tensor.world:TensorWorld"
 
@@ -430,17 +432,17 @@ class TensorScenario(Scenario):
             text += f" and the parameters {join_names(weights)}"
         return text + "."
 
-    def api_doc(self, tier: str = "paper"):
+    def api_doc(self, tier: str = PAPER):
         return (Path(__file__).with_name(DOCS[tier])).read_text()
 
-    def tool_specs(self, tier="paper"):
+    def tool_specs(self, tier=PAPER):
         from scenarios.tensor.doc import frontier_tool_specs, tool_specs
 
-        return frontier_tool_specs() if tier == "frontier" else tool_specs()
+        return frontier_tool_specs() if tier == FRONTIER else tool_specs()
 
     def task_tier(self, task):
-        """"frontier" when its test cases store a model (`scenarios/tensor/tasks.py`)."""
-        return "frontier" if any(a["kind"] == "module" for a in task.test_cases[0].assets) else "paper"
+        """FRONTIER when its test cases store a model (`scenarios/tensor/tasks.py`)."""
+        return FRONTIER if any(a["kind"] == "module" for a in task.test_cases[0].assets) else PAPER
 
     def frontier_plan(self, rng):
         """One program of the frontier tier: stateful PyTorch (`scenarios/tensor/tasks.py`)."""

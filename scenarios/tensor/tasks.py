@@ -31,11 +31,10 @@ import random
 
 import numpy as np
 
-from scenarios.base import Asset, Call, State, Var
+from scenarios.base import VARIANTS, Asset, Call, State, Var
 from scenarios.grammar import Mutation, Plan, Result, Step
 
 PROFILES = ("original", "frozen", "no_bias", "none", "deep")
-VARIANTS = ("natural", "steps", "vague")
 SEED_RANGE = (1, 9999)
 TRIES = 500  # architectures drawn for a profile before one has what the profile must show
 WIDTHS = (3, 9)  # hidden layer widths

@@ -9,6 +9,8 @@ import json
 import sys
 from pathlib import Path
 
+from scenarios.base import FRONTIER, PAPER, TIERS
+
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
@@ -30,16 +32,16 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--recording", default=None, metavar="FILE.json",
                    help="preload this recorded speech instead: a JSON list of [speaker, words] segments, e.g. a "
                         "task's stored user_speech, so that an agent can do that task over MCP")
-    s.add_argument("--tier", choices=("paper", "frontier"), default=None,
+    s.add_argument("--tier", choices=TIERS, default=None,
                    help="which lab to serve (default: paper, or frontier when --platform is given); frontier "
                         "without --platform draws a platform from --seed")
     s.add_argument("--platform", default=None, metavar="FILE.json",
                    help="serve the frontier platform with this stored population: a frontier voice task's test "
                         "case asset of kind 'platform' (JSON), so that an agent can do that task over MCP")
     args = p.parse_args(argv)
-    if args.platform and args.tier == "paper":
+    if args.platform and args.tier == PAPER:
         p.error("--platform serves the frontier tier; leave out --tier paper (or give --tier frontier)")
-    if args.recording and (args.platform or args.tier == "frontier"):
+    if args.recording and (args.platform or args.tier == FRONTIER):
         p.error("--recording preloads the paper tier's lab; the frontier platform takes --platform instead")
 
     if importlib.util.find_spec("mcp") is None:
@@ -60,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError) as exc:
             p.error(f"--platform {args.platform}: {exc} (give a frontier voice task's stored platform: JSON with "
                     "'voices', 'phone_numbers' and the quota)")
-    elif args.tier == "frontier":
+    elif args.tier == FRONTIER:
         import random
 
         from scenarios.voice.platform import draw_population

@@ -20,7 +20,7 @@ import math
 from pathlib import Path
 
 from scenarios.base import (
-    API, Asset, Call, Condition, Scenario, State, Var, compare_plain, join_names, setup_block,
+    FRONTIER, PAPER, API, Asset, Call, Condition, Scenario, State, Var, compare_plain, join_names, setup_block,
 )
 from scenarios.voice.tools import (
     CATEGORIES,
@@ -426,6 +426,7 @@ class VoiceScenario(Scenario):
                      CALL: "an outbound call record", PHONE: "a phone number"}
     vocabulary = (SETTINGS,)
     name = "voice"
+    tiers = (PAPER, FRONTIER)
     apis = (SearchVoiceLibrary(), TextToSpeech(), SpeechToSpeech(), SpeechToText(), IsolateAudio(),
             MakeOutboundCall())
     world = "scenarios.voice.world:VoiceWorld"
@@ -530,11 +531,11 @@ class VoiceScenario(Scenario):
             text += " and defines " + (parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1])
         return text + "."
 
-    def api_doc(self, tier: str = "paper"):
-        return Path(__file__).with_name("api_doc_frontier.md" if tier == "frontier" else "api_doc.md").read_text()
+    def api_doc(self, tier: str = PAPER):
+        return Path(__file__).with_name("api_doc_frontier.md" if tier == FRONTIER else "api_doc.md").read_text()
 
-    def tool_specs(self, tier="paper"):
-        if tier == "frontier":
+    def tool_specs(self, tier=PAPER):
+        if tier == FRONTIER:
             from scenarios.voice.platform import tool_specs as platform_specs
 
             return platform_specs()
@@ -543,8 +544,8 @@ class VoiceScenario(Scenario):
         return tool_specs()
 
     def task_tier(self, task):
-        """"frontier" when its test cases store a platform (`scenarios/voice/platform.py`)."""
-        return "frontier" if any(a["kind"] == "platform" for a in task.test_cases[0].assets) else "paper"
+        """FRONTIER when its test cases store a platform (`scenarios/voice/platform.py`)."""
+        return FRONTIER if any(a["kind"] == "platform" for a in task.test_cases[0].assets) else PAPER
 
     def frontier_plan(self, rng):
         """One program of the frontier tier: the speech platform (`scenarios/voice/tasks.py`)."""

@@ -31,6 +31,8 @@ from typing import Annotated, Any, get_args, get_origin, get_type_hints
 from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
 
+from scenarios.voice.world import VoiceWorld
+
 from scenarios.voice.tools import (
     DEFAULT_SIMILARITY_BOOST,
     DEFAULT_STABILITY,
@@ -100,7 +102,6 @@ def _add_submit_result(server, handles: dict, answer: dict, once: bool = False) 
     from mcp.types import ToolAnnotations
 
     from scenarios.calling import SUBMIT_SPEC, submitted
-    from scenarios.voice.world import VoiceWorld
 
     @server.tool(name=SUBMIT_SPEC.name, description=SUBMIT_SPEC.description,
                  annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,

@@ -27,12 +27,11 @@ from __future__ import annotations
 import json
 import random
 
-from scenarios.base import Asset, Call, State, Var
+from scenarios.base import VARIANTS, Asset, Call, State, Var
 from scenarios.grammar import Mutation, Plan, Result, Step
 from scenarios.voice.platform import ACCENTS, AGES, DEFAULT_PAGE_SIZE, HISTORY_PAGE_SIZE, USE_CASES, draw_population
 
 PROFILES = ("original", "paged", "tie", "quota", "busy")
-VARIANTS = ("natural", "steps", "vague")
 LANGS = {"es": "Spanish", "de": "German", "fr": "French", "it": "Italian"}
 _TEXTS = ("Your order has shipped and will arrive on Thursday between nine and noon.",
           "We moved your appointment to Monday at three; reply to this message if that does not suit you.",

@@ -10,7 +10,8 @@ from __future__ import annotations
 import inspect
 import json
 
-from scenarios.base import World, canonicalize
+from scenarios import get_scenario
+from scenarios.base import FRONTIER, PAPER, World, canonicalize
 from scenarios.calling import Tools, Tracer
 from scenarios.voice.platform import TOOLS as PLATFORM_TOOLS
 from scenarios.voice.platform import Platform, PlatformError
@@ -24,6 +25,7 @@ class VoiceWorld(World):
     def __init__(self) -> None:
         self._lab: VoiceLab | None = None
         self._platform: Platform | None = None  # a frontier case's platform (`scenarios.voice.platform`)
+        self._specs: dict[str, dict] = {}  # tier -> the tools' specs by name, as the scenario declares them
 
     def namespace(self, case: dict) -> dict:
         stored = next((a for a in case["assets"] if a["kind"] == PLATFORM), None)
@@ -72,15 +74,10 @@ class VoiceWorld(World):
 
     def tools(self) -> Tools:
         """The lab's six tools, or on a frontier case (asked after its setup has run) the platform's."""
-        if self._platform is not None:
-            from scenarios.voice.platform import tool_specs as platform_specs
-
-            return Tools({s.name: s for s in platform_specs()}, self._call, self.plain)
-        from scenarios.voice.server import tool_specs
-
-        if not hasattr(self, "_specs"):
-            self._specs = {s.name: s for s in tool_specs()}
-        return Tools(self._specs, self._call, self.describe)
+        tier = FRONTIER if self._platform is not None else PAPER
+        if tier not in self._specs:
+            self._specs[tier] = {s.name: s for s in get_scenario("voice").tool_specs(tier)}
+        return Tools(self._specs[tier], self._call, self.plain if self._platform is not None else self.describe)
 
     def _call(self, namespace: dict, name: str, arguments: dict):
         args = dict(arguments)

@@ -13,7 +13,7 @@ The same tasks, prompts and sandboxed scoring as `python -m evaluate`, with insp
   the same tool definitions and turn limit), in which inspect's model calls the tools through its own tool-calling
   interface and the calls run in this project's sandbox on the test case's world;
 * the scorer: the answer runs in this project's sandbox on every test case (`evaluate.scoring.score`, never in the
-  inspect process: DESIGN.md, "Execution and trust"); the score is 1 for `pass`, else 0, with the status, the error,
+  inspect process: docs/trust.md, "Execution and trust"); the score is 1 for `pass`, else 0, with the status, the error,
   the diagnosis (partial credit, cause of failure) and the task's levers as metadata.
 
 The sandbox is started once per process on first use (`workers` task option) and stopped at exit.
@@ -48,10 +48,11 @@ from evaluate.data import TaskRecord, load_tasks
 from evaluate.episodes import CODE, DEFAULT_MAX_TURNS, TOOLS, Driver, answers, lost_samples
 from evaluate.models import COUNTED_BY_API, Backend, OnMessage, Request, Sampling, Usage
 from evaluate.models.cache import GenerationCache
-from evaluate.prompts import VARIANTS, build_messages, extract_code
+from evaluate.prompts import build_messages, extract_code
 from evaluate.sandbox import Limits, Sandbox
 from evaluate.scoring import score
 from evaluate.statuses import INFRA_ERROR, PASS
+from scenarios.base import VARIANTS
 
 MODES = (CODE, TOOLS)
 RESULT = "stateeval"  # the key of a sample's scored result in the task state's store

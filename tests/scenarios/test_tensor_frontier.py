@@ -16,6 +16,7 @@ from builder import facts, frontier
 from builder.config import BuildConfig
 from builder.pipeline import build, make_cases
 from evaluate.data import load_tasks
+from evaluate.protocol import WireCase
 from scenarios import get_scenario
 from scenarios.base import compare_plain
 from scenarios.tensor import tasks
@@ -38,8 +39,7 @@ def world():
 
 
 def decoded(case) -> dict:
-    row = case.to_row()
-    return dict(row, assets=[dict(a, meta=json.loads(a["meta"]), data=bytes(a["data"])) for a in row["assets"]])
+    return WireCase.of(case).as_dict()
 
 
 def run(world: TensorWorld, code: str, case) -> tuple[object, object]:
@@ -240,7 +240,7 @@ def test_tool_calls_change_the_world_as_the_same_program_does(programs, world):
              {"name": "torch_cat", "arguments": {"tensors": ["x", "x"], "dim": 0}},
              {"name": "mul_", "arguments": {"tensor": "r99", "value": 2.0}},
              {"name": "item", "arguments": {"tensor": "r3"}}]
-    report = execute_calls(world, {"calls": calls, "submit": ["r8"]}, decoded(case))
+    report = execute_calls(world, calls, ["r8"], decoded(case))
     assert report["status"] == "ok", report
     assert "unknown tool" in report["calls"][5]["error"] and "no handle named 'r99'" in report["calls"][6]["error"]
     assert report["setup"]["model"] == {"module": {"type": "Sequential", "training": True}}

@@ -208,7 +208,7 @@ def test_tool_calls_on_a_frontier_case_reach_the_platform_and_the_paper_tools_st
     calls = [{"name": "search_voices", "arguments": {"page_size": 2}},
              {"name": "get_subscription", "arguments": {}},
              {"name": "speech_to_text", "arguments": {"speech_id": "user_speech"}}]
-    report = execute_calls(world, {"calls": calls, "submit": ["r2"]}, frontier_case(character_limit=50))
+    report = execute_calls(world, calls, ["r2"], frontier_case(character_limit=50))
     assert report["status"] == "ok", report
     assert len(report["calls"][0]["value"]["voices"]) == 2
     assert report["result"] == [{"character_count": 0, "character_limit": 50}]
