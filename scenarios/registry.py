@@ -24,8 +24,12 @@ def load_object(spec: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
-class RegistryError(LookupError):
-    """A name no registry entry has, or an entry whose import fails: one line naming the fix."""
+class RegistryError(KeyError):
+    """A name no registry entry has, or an entry whose import fails: one line naming the fix. A KeyError, as an
+    unknown name always was; its text is the message itself (a KeyError's own quotes it)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 @dataclass(frozen=True)

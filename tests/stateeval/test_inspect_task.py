@@ -31,7 +31,7 @@ from evaluate.episodes import TOOLS, Conversation, Driver  # noqa: E402
 from evaluate.models import Request, Sampling  # noqa: E402
 from evaluate.models.cache import GenerationCache  # noqa: E402
 from evaluate.models.reference import ReferenceBackend  # noqa: E402
-from evaluate.prompts import VARIANTS  # noqa: E402
+from evaluate.prompts import INSTRUCTION_FIELDS  # noqa: E402
 from evaluate.run import trace_references  # noqa: E402
 from stateeval.inspect_task import SANDBOX, stateeval, tasks_of  # noqa: E402
 
@@ -63,7 +63,7 @@ def scores(log) -> dict[str, tuple[int, str]]:
 def reference_code_model(dataset: str, variant: str):
     """Answers each prompt with its task's reference program, fenced, as a model would."""
     tasks = tasks_of(dataset, None, None)[0].values()
-    by_instruction = {getattr(t, VARIANTS[variant]).strip(): t.reference_program for t in tasks}
+    by_instruction = {getattr(t, INSTRUCTION_FIELDS[variant]).strip(): t.reference_program for t in tasks}
 
     def answer(messages, tools, tool_choice, config):
         prompt = next(m for m in messages if m.role == "user").text
