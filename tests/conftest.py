@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import re
@@ -15,9 +16,13 @@ from pathlib import Path
 from typing import Iterator
 
 # A private `datasets` cache for the test session (set before `datasets` is imported anywhere), so tests never
-# read rows another build left in the user's cache; removed when the session ends (`pytest_sessionfinish`).
+# read rows another build left in the user's cache; removed when the session ends (`pytest_sessionfinish`), or,
+# in a process that imports this module outside pytest (a test's subprocess importing its helpers), when that
+# process exits. A forked child that exits normally leaves it to the process that made it.
 HF_CACHE = tempfile.mkdtemp(prefix="stateeval-hf-cache-")
 os.environ["HF_DATASETS_CACHE"] = HF_CACHE
+_MAKER = os.getpid()
+atexit.register(lambda: os.getpid() == _MAKER and shutil.rmtree(HF_CACHE, ignore_errors=True))
 
 import pytest  # noqa: E402
 

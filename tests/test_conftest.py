@@ -22,3 +22,15 @@ def test_a_test_session_removes_its_datasets_cache(tmp_path):
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:]
     assert [p.name for p in tmp.iterdir() if p.name != f"pytest-of-{getpass.getuser()}"] == []
+
+
+def test_a_process_that_imports_the_test_helpers_outside_pytest_leaves_no_cache(tmp_path):
+    """A test's subprocess may import its helpers (tests/evaluate/test_ray_executor.py does), and so this module:
+    its cache goes when that process exits, as a session's does when the session ends."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, TMPDIR=str(tmp), PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", "import tests.conftest"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert list(tmp.iterdir()) == []
