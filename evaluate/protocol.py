@@ -107,10 +107,6 @@ class BatchRequest:
     shared: list[int]
     record: bool = True
 
-    @property
-    def case(self) -> WireCase:
-        return self.cases[self.case_of[0]]
-
 
 Request = Union[ProgramRequest, TraceRequest, EpisodeRequest, BatchRequest]
 KINDS = {"program": ProgramRequest, "trace": TraceRequest, "episode": EpisodeRequest, "batch": BatchRequest}

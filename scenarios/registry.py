@@ -58,9 +58,6 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         return list(self._entries)
 
-    def spec(self, name: str) -> str:
-        return self._entry(name).spec
-
     def get(self, name: str) -> T:
         """The object registered as `name`, imported on its first use."""
         if name not in self._loaded:
