@@ -19,8 +19,8 @@ import argparse
 import sys
 
 from builder.config import DEFAULT_PRECISION, BuildConfig
-from evaluate.arguments import INTERRUPTED, Parser, at_least_one, positive_seconds
-from evaluate.executor import add_executor_options, check_choice
+from core.arguments import INTERRUPTED, Parser, at_least_one, positive_seconds
+from core.sandbox.executor import add_executor_options, check_choice
 from evaluate.intervals import tasks_for
 from scenarios import scenario_names
 from scenarios.base import TIERS
@@ -212,10 +212,10 @@ def main(argv: list[str] | None = None) -> int:
     config, overwrite = parse(argv)
     from builder.checkpoint import describe
     from builder.dataset import DatasetError
-    from evaluate.errors import DISK_FULL, CannotWrite, cannot_write
-    from evaluate.executor import ExecutorError
-    from evaluate.models import BackendError
-    from evaluate.sandbox import SandboxFault
+    from core.errors import DISK_FULL, CannotWrite, cannot_write
+    from core.sandbox.executor import ExecutorError
+    from core.backends import BackendError
+    from core.sandbox.harness import SandboxFault
     from builder.pipeline import build, translation_cache
 
     try:

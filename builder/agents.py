@@ -19,8 +19,8 @@ from pathlib import Path
 
 from builder import facts
 from builder.translate import Item, Translation
-from evaluate.models import Backend, Request, Sampling, get_backend
-from evaluate.models.cache import GenerationCache, prompt_key
+from core.backends import Backend, Request, Sampling, get_backend
+from core.backends.cache import GenerationCache, prompt_key
 from evaluate.prompts import strip_thinking
 from scenarios.base import VARIANTS
 

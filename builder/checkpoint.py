@@ -22,8 +22,8 @@ from typing import Iterator
 
 from builder import __version__
 from builder.config import BuildConfig
-from evaluate.data import DATA_DIR, DatasetError, file_sha256
-from evaluate.errors import writing
+from core.records import DATA_DIR, DatasetError, file_sha256
+from core.errors import writing
 
 CHECKPOINT = ".checkpoint.json"  # hidden: a copy left in a finished folder is never published
 NOT_CONTENT = ("out", "workers", "concurrency", "executor", "ray_address")  # settings that change how a build runs, never what it writes

@@ -69,7 +69,7 @@ class BuildConfig:
             raise ValueError("--mutants and --probes must be 0 or more")
         if self.shard_size < 1:
             raise ValueError("--shard-size must be at least 1 (tasks per shard; the default is 500)")
-        from evaluate.executor import check_choice
+        from core.sandbox.executor import check_choice
 
         if problem := check_choice(self.executor, self.ray_address):
             raise ValueError(problem)

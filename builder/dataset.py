@@ -19,9 +19,9 @@ import pyarrow.parquet as pq
 
 from builder import __version__
 from cards import DATASET_CARD, template
-from evaluate.data import DATA_DIR, MANIFEST, SCHEMA, DatasetError, TaskRecord, content_hash, file_sha256
+from core.records import DATA_DIR, MANIFEST, SCHEMA, DatasetError, TaskRecord, content_hash, file_sha256
 from evaluate.intervals import half_width
-from evaluate.provenance import library_versions
+from core.provenance import library_versions
 from scenarios.base import FRONTIER
 
 def shard_name(scenario: str, k: int, digest: str, total: int | None = None) -> str:

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from builder.frontier import FrontierProgram
 from builder.stats import RESULT, analyse
-from evaluate.data import DatasetError, TaskRecord, load_tasks
+from core.records import DatasetError, TaskRecord, load_tasks
 
 NGRAM = 13
 WORD = re.compile(r"\w+")

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from builder.program import COND, Program
-from evaluate.sandbox import Job, require_verdicts
+from core.sandbox.harness import Job, require_verdicts
 from scenarios.base import FRONTIER
 from scenarios.grammar import BRANCHES, MUST_KILL
 

@@ -34,10 +34,10 @@ from builder.frontier import FrontierProgram
 from builder.agents import AgentTranslator
 from builder import facts
 from builder.translate import Item, TemplateTranslator
-from evaluate.data import TaskRecord, TestCase
-from evaluate.progress import progress
-from evaluate.executor import make_executor
-from evaluate.sandbox import Executor, Job, Limits, require_verdicts
+from core.records import TaskRecord, TestCase
+from core.progress import progress
+from core.sandbox.executor import make_executor
+from core.sandbox.harness import Executor, Job, Limits, require_verdicts
 from scenarios import get_scenario
 from scenarios.base import FRONTIER, VARIANTS, State, canonical_json
 from scenarios.trace import stored

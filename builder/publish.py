@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from evaluate.arguments import Parser, at_least_one, positive_seconds
+from core.arguments import Parser, at_least_one, positive_seconds
 from builder import versions
-from evaluate.data import DATA_DIR, MANIFEST, DatasetError, TaskRecord, load_tasks
-from evaluate.retry import backoff_s
+from core.records import DATA_DIR, MANIFEST, DatasetError, TaskRecord, load_tasks
+from core.retry import backoff_s
 
 REPO_TYPE = "dataset"
 BRANCH = "main"
@@ -150,7 +150,7 @@ def validate_folder(folder: Path) -> tuple[list[TaskRecord], dict]:
 
 def replay_references(tasks: list[TaskRecord], workers: int | None = None, timeout_s: float = 10.0) -> str:
     """Run every reference through the real sandbox and scoring (as `evaluate --model reference` does)."""
-    from evaluate.sandbox import Limits, Sandbox
+    from core.sandbox.harness import Limits, Sandbox
     from evaluate.scoring import has_verdict, score
 
     with Sandbox(workers, Limits(timeout_s=timeout_s)) as sandbox:

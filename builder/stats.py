@@ -27,8 +27,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from evaluate.data import TaskRecord
-from evaluate.models.tokens import count as count_tokens  # cl100k_base, as the paper's Table I counts
+from core.records import TaskRecord
+from core.backends.tokens import count as count_tokens  # cl100k_base, as the paper's Table I counts
 
 RESULT = "RESULT"
 

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evaluate.data import DATA_DIR, TaskRecord
+from core.records import DATA_DIR, TaskRecord
 
 MAJOR, MINOR, PATCH = "major", "minor", "patch"
 LEVELS = (PATCH, MINOR, MAJOR)

@@ -24,13 +24,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evaluate.arguments import INCOMPLETE, INTERRUPTED, Parser, at_least_one, positive_seconds, price
+from core.arguments import INCOMPLETE, INTERRUPTED, Parser, at_least_one, positive_seconds, price
+from core.backends import ALIASES, BACKENDS, Sampling
+from core.sandbox.executor import add_executor_options, check_choice
 from evaluate.episodes import MODES
-from evaluate.executor import add_executor_options, check_choice
-from evaluate.models import ALIASES, BACKENDS, Sampling
 from evaluate.run import EvalConfig
-from scenarios.base import VARIANTS
 from evaluate.usage import Price
+from scenarios.base import VARIANTS
 
 
 def parse_args(argv: list[str] | None = None) -> EvalConfig:
@@ -126,13 +126,13 @@ def parse_args(argv: list[str] | None = None) -> EvalConfig:
 
 def main(argv: list[str] | None = None) -> int:
     config = parse_args(argv)
-    from evaluate.data import DatasetError
-    from evaluate.errors import DISK_FULL, CannotWrite, cannot_write
-    from evaluate.executor import ExecutorError
-    from evaluate.models import BackendError, UnknownModel
+    from core.backends import BackendError, UnknownModel
+    from core.errors import DISK_FULL, CannotWrite, cannot_write
+    from core.records import DatasetError
+    from core.sandbox.executor import ExecutorError
+    from core.sandbox.harness import SandboxFault
     from evaluate.run import format_table, format_usage, resume_note, run
     from evaluate.runlock import RunFolderError
-    from evaluate.sandbox import SandboxFault
 
     try:
         report = run(config)

@@ -26,8 +26,8 @@ from collections import Counter
 from statistics import mean
 from typing import Any
 
-from evaluate.data import TaskRecord
-from evaluate.statuses import EXECUTION_ERROR, NO_CODE, PASS, SYNTAX_ERROR, TIMEOUT
+from core.records import TaskRecord
+from core.statuses import EXECUTION_ERROR, NO_CODE, PASS, SYNTAX_ERROR, TIMEOUT
 from scenarios.base import canonical_json
 from scenarios.trace import load_stored
 

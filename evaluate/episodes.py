@@ -11,7 +11,7 @@
   setup with freshly drawn stored values, never a test case's) and the output, error and RESULT come back. Its
   final reply is a program, scored as in the default mode.
 
-Every model turn is cached like a one-shot reply (`evaluate.models.cache`), keyed by everything the model saw up
+Every model turn is cached like a one-shot reply (`core.backends.cache`), keyed by everything the model saw up
 to that turn. The tool results are recomputed by replaying the calls (the worlds are deterministic), so a killed
 run resumes without asking the model again for a turn it already answered, and the leaderboard re-scores a
 submission by running the same conversations with the submitted turns as the only replies (`Replayed`).
@@ -25,13 +25,13 @@ import json
 import random
 from dataclasses import dataclass, field
 
-from evaluate.data import TaskRecord
-from evaluate.models import Backend, BackendError, Request, Sampling, Usage
-from evaluate.models.cache import GenerationCache, prompt_key
-from evaluate.progress import progress
+from core.backends import Backend, BackendError, Request, Sampling, Usage
+from core.backends.cache import GenerationCache, prompt_key
+from core.progress import progress
+from core.records import TaskRecord
+from core.sandbox.harness import Executor, Job, Outcome
+from core.statuses import CRASH, INFRA_ERROR, SETUP_ERROR, TIMEOUT
 from evaluate.prompts import INSTRUCTION_FIELDS, build_messages, extract_code
-from evaluate.sandbox import Executor, Job, Outcome
-from evaluate.statuses import CRASH, INFRA_ERROR, SETUP_ERROR, TIMEOUT
 from scenarios import get_scenario
 from scenarios.base import PAPER
 from scenarios.calling import SUBMIT, SUBMIT_SPEC, ToolSpec
@@ -443,8 +443,8 @@ def conversation_usage(conversations: list[Conversation]) -> dict[tuple[str, int
 def score_reported(task: TaskRecord, case, reported: dict) -> tuple[str, str]:
     """Status and message for an episode an outside agent ran on a served world (the voice MCP server's
     `voice://result`: the submitted RESULT and the lab's side effects), judged like any test case."""
+    from core.statuses import OK, RESULT_ERROR
     from evaluate.scoring import judge_case
-    from evaluate.statuses import OK, RESULT_ERROR
 
     if not reported.get("submitted"):
         return RESULT_ERROR, "no result was submitted (submit_result was not called)"

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from core.backends import missing_extra
+from core.statuses import EXECUTION_ERROR, NO_CODE, PASS, RESULT_ERROR, STATUSES, SYNTAX_ERROR, TIMEOUT
 from evaluate.diagnosis import CAUSES, METRICS
-from evaluate.models import missing_extra
-from evaluate.statuses import EXECUTION_ERROR, NO_CODE, PASS, RESULT_ERROR, STATUSES, SYNTAX_ERROR, TIMEOUT
 
 COLORS = {PASS: "#2a9d8f", SYNTAX_ERROR: "#e9c46a", EXECUTION_ERROR: "#f4a261", RESULT_ERROR: "#e76f51",
           TIMEOUT: "#8d99ae", NO_CODE: "#6c757d"}

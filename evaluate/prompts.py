@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from evaluate.data import TaskRecord
+from core.records import TaskRecord
 from scenarios.base import VARIANTS
 
 SYSTEM = (

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from evaluate.arguments import Parser
+from core.arguments import Parser
+from core.backends import COUNTED_BY_CL100K
+from core.errors import CannotWrite, writing
 from evaluate.diagnosis import format_causes, format_metric
-from evaluate.errors import CannotWrite, writing
 from evaluate.intervals import compare, format_rate
-from evaluate.models import COUNTED_BY_CL100K
 from evaluate.scoring import CI, reported_ks, task_counts, with_intervals
 
 EXAMPLES = """\
@@ -253,7 +253,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
-    from evaluate.models import BackendError
+    from core.backends import BackendError
 
     try:
         runs = [load_run(p) for p in a.results]

@@ -13,24 +13,24 @@ from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from evaluate.data import DatasetError, TaskRecord, created_after, load_tasks, results_name, run_suffix, sample_lines
-from evaluate.errors import check_writable, writing
+from core.backends import BackendError, Request, Sampling, Usage, get_backend, resolve
+from core.backends.cache import GenerationCache, prompt_key
+from core.backends.tokens import estimate, prompt_tokens
+from core.errors import check_writable, writing
+from core.names import slug
+from core.progress import progress
+from core.provenance import library_versions
+from core.records import DatasetError, TaskRecord, created_after, load_tasks, results_name, run_suffix, sample_lines
+from core.sandbox.executor import LOCAL, check_reachable, make_executor
+from core.sandbox.harness import Executor, Job, Limits, require_verdicts
+from core.statuses import INFRA_ERROR, STATUSES
+from evaluate.diagnosis import format_causes, format_metric
 from evaluate.episodes import (CODE, DEFAULT_MAX_TURNS, TOOLS, Driver, answers, conversation_usage, lost_samples,
                                turns_used)
-from evaluate.models import BackendError, Request, Sampling, Usage, get_backend, resolve
-from evaluate.models.cache import GenerationCache, prompt_key
-from evaluate.models.tokens import estimate, prompt_tokens
-from evaluate.names import slug
-from evaluate.progress import progress
-from evaluate.provenance import library_versions
-from evaluate.runlock import exclusive
-from evaluate.prompts import build_messages, extract_code
-from evaluate.diagnosis import format_causes, format_metric
-from evaluate.executor import LOCAL, check_reachable, make_executor
-from evaluate.sandbox import Executor, Job, Limits, require_verdicts
 from evaluate.intervals import format_rate
+from evaluate.prompts import build_messages, extract_code
+from evaluate.runlock import exclusive
 from evaluate.scoring import CI, answer_hash, every_k, from_row, has_verdict, run_containment, levers_of, score, summarize
-from evaluate.statuses import INFRA_ERROR, STATUSES
 from evaluate.usage import Price, sample_tokens, summarize_usage
 
 
@@ -330,7 +330,7 @@ def _head(config: EvalConfig, backend: str, manifest: dict, tasks: list[TaskReco
         "sampling": {"n_samples": n, **asdict(config.sampling)},
         # timeout_s: what re-scoring a submission of this run uses; containment: how its programs were contained;
         # executor: where they ran (local or ray), which changes no verdict; retried: how many jobs ran again
-        # because their worker was lost (`evaluate.sandbox.RETRIES`), which changes no verdict either
+        # because their worker was lost (`core.sandbox.harness.RETRIES`), which changes no verdict either
         "sandbox": {"timeout_s": config.timeout_s, "containment": None, "executor": config.executor},
         "versions": library_versions("stateeval", "torch", "datasets", "openai", "transformers", "vllm"),
     }

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from evaluate.errors import cannot_write
+from core.errors import cannot_write
 
 LOCK = ".evaluate.lock"
 TRIES = 5  # a lock file removed under us this many times in a row: other runs keep replacing it

@@ -28,25 +28,25 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field, fields
 from math import comb
 
+from core.records import TaskRecord, TestCase
+from core.sandbox.containment import weakest
+from core.sandbox.harness import Executor, Job
+from core.statuses import (
+                           CRASH,
+                           EXECUTION_ERROR,
+                           INFRA_ERROR,
+                           NO_CODE,
+                           OK,
+                           PASS,
+                           RAN,
+                           RESULT_ERROR,
+                           SETUP_ERROR,
+                           STATUSES,
+                           SYNTAX_ERROR,
+                           TIMEOUT,
+                           )
 from evaluate import intervals
-from evaluate.containment import weakest
-from evaluate.data import TaskRecord, TestCase
 from evaluate.diagnosis import diagnose, summarize_diagnoses
-from evaluate.sandbox import Executor, Job
-from evaluate.statuses import (
-    CRASH,
-    EXECUTION_ERROR,
-    INFRA_ERROR,
-    NO_CODE,
-    OK,
-    PASS,
-    RAN,
-    RESULT_ERROR,
-    SETUP_ERROR,
-    STATUSES,
-    SYNTAX_ERROR,
-    TIMEOUT,
-)
 from scenarios import get_scenario
 
 CI = "ci95"  # each summary block's intervals: rate -> [low, high]

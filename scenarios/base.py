@@ -244,7 +244,7 @@ class Scenario(ABC):
         raise NotImplementedError(f"the {self.name} scenario defines no tools")
 
     def task_tier(self, task) -> str:
-        """The tier a task (a `evaluate.data.TaskRecord`) was built on, as its stored values say: PAPER, or a
+        """The tier a task (a `core.records.TaskRecord`) was built on, as its stored values say: PAPER, or a
         tier whose world serves more (the session service's frontier tier)."""
         return PAPER
 
@@ -328,7 +328,7 @@ class World(ABC):
         return True
 
     def reset_between(self, case: dict) -> bool:
-        """Between two programs of a batch (see `evaluate.worker`): restore the test case's initial state while
+        """Between two programs of a batch (see `core.sandbox.worker`): restore the test case's initial state while
         the child that runs them waits, after `snapshot` has read the first one's side effects. False when the
         child can no longer reach the world through the namespace it made (a service restarted on another
         address): the batch stops there, and its remaining programs run one by one."""
@@ -337,7 +337,7 @@ class World(ABC):
 
     def save(self) -> Any:
         """The state of the world now, as `restore` takes it back (in the worker, while a batch's child waits: see
-        `evaluate.worker._run_batch`), or None when this world cannot. A world whose state is all in the child's
+        `core.sandbox.worker._run_batch`), or None when this world cannot. A world whose state is all in the child's
         namespace (none, or objects the namespace holds) returns None: its batches run every program whole."""
         return None
 

@@ -1,7 +1,7 @@
 """The one lazy registry: names mapped to `"module:object"`, imported on first use.
 
-Scenarios (`scenarios.SCENARIOS`), model backends (`evaluate.models.BACKENDS`) and executors
-(`evaluate.executor.EXECUTOR_CLASSES`) are each a `Registry`, so that listing the names costs no import and a
+Scenarios (`scenarios.SCENARIOS`), model backends (`core.backends.BACKENDS`) and executors
+(`core.sandbox.executor.EXECUTOR_CLASSES`) are each a `Registry`, so that listing the names costs no import and a
 plug-in's heavy dependencies (torch, vllm, ray) load only when it is used. An entry may name the extra that
 installs what it imports: an import that fails then says, in one line, what to install.
 

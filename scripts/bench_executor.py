@@ -26,8 +26,8 @@ sys.path.insert(0, str(ROOT))
 
 from builder.config import BuildConfig  # noqa: E402
 from builder.pipeline import build  # noqa: E402
-from evaluate.data import load_tasks  # noqa: E402
-from evaluate.executor import make_executor  # noqa: E402
+from core.records import load_tasks  # noqa: E402
+from core.sandbox.executor import make_executor  # noqa: E402
 from evaluate.scoring import score  # noqa: E402
 
 SCENARIOS = ("tensor", "session", "voice")

@@ -40,14 +40,14 @@ sys.path.insert(0, str(ROOT))
 
 from builder.config import BuildConfig  # noqa: E402
 from builder.pipeline import build  # noqa: E402
-from evaluate.data import load_tasks  # noqa: E402
+from core.records import load_tasks  # noqa: E402
+from core.sandbox.harness import SandboxFault  # noqa: E402
+from core.sandbox.tempdirs import PREFIX  # noqa: E402
 from evaluate.run import EvalConfig, run  # noqa: E402
-from evaluate.sandbox import SandboxFault  # noqa: E402
-from evaluate.tempdirs import PREFIX  # noqa: E402
 
 WORKERS, SERVICES = "workers", "services"
 # What a process of each kind runs: a sandbox worker, or the session service a worker started.
-MARKS = {WORKERS: ("-m", "evaluate.worker"), SERVICES: ("scenarios.session", "serve")}
+MARKS = {WORKERS: ("-m", "core.sandbox.worker"), SERVICES: ("scenarios.session", "serve")}
 
 
 def _cmdline(pid: str) -> list[str]:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evaluate.models import Request, Sampling  # noqa: E402
-from evaluate.models.openai_api import OpenAIBackend  # noqa: E402
+from core.backends import Request, Sampling  # noqa: E402
+from core.backends.openai_api import OpenAIBackend  # noqa: E402
 from tests.evaluate.scripted_server import ScriptedServer  # noqa: E402
 
 

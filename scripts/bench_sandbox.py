@@ -2,7 +2,7 @@
 
 The warm run is what `python -m evaluate --model reference` does: `evaluate.scoring.score` over a `Sandbox` of
 --workers warm workers (timed from the start of the pool, worker start-up included). The baseline runs each test
-case in a worker process started for that one case and stopped after it: the same `python -m evaluate.worker`,
+case in a worker process started for that one case and stopped after it: the same `python -m core.sandbox.worker`,
 the same containment, protocol and execution code, so the only difference is what warm workers save (starting
 Python, importing torch, starting the session service). It runs with the same number of cases in flight as the
 warm run has workers.
@@ -32,8 +32,8 @@ sys.path.insert(0, str(ROOT))
 
 from builder.config import BuildConfig  # noqa: E402
 from builder.pipeline import build  # noqa: E402
-from evaluate.data import load_tasks  # noqa: E402
-from evaluate.sandbox import Job, Limits, Outcome, Sandbox, _Worker  # noqa: E402
+from core.records import load_tasks  # noqa: E402
+from core.sandbox.harness import Job, Limits, Outcome, Sandbox, _Worker  # noqa: E402
 from evaluate.scoring import judge_case, score  # noqa: E402
 from scenarios import get_scenario  # noqa: E402
 

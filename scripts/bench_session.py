@@ -1,8 +1,8 @@
 """Time one `session` test case in a warm sandbox worker: reset + run + snapshot, in milliseconds.
 
 Fuzzes `--programs` session programs, then runs their reference programs over and over (`--cases` test cases
-in all) through `evaluate.worker.Runner.run_job` (with no uid drop), what a warm worker runs per job: reset the service's
-database, fork the child that runs the setup block and the program against the service over HTTP, wait for it,
+in all) through `core.sandbox.worker.Runner.run_job` (with no uid drop), what a warm worker runs per job: reset the
+service's database, fork the child that runs the setup block and the program against the service over HTTP, wait for it,
 read the stored sessions. The world (service process and all) is started once, before the clock starts, as in
 a warm worker. A second measurement goes through `Sandbox.run_untrusted` with one warm worker, which adds the
 harness <-> worker protocol.
@@ -21,12 +21,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from builder.config import BuildConfig  # noqa: E402
-from builder.fuzz import CoverageRecorder  # noqa: E402
 from builder.config import rng_for  # noqa: E402
+from builder.fuzz import CoverageRecorder  # noqa: E402
 from builder.pipeline import make_cases  # noqa: E402
 from builder.program import generate_program  # noqa: E402
-from evaluate.protocol import ProgramRequest, WireCase  # noqa: E402
-from evaluate.sandbox import Job, Limits, Sandbox  # noqa: E402
+from core.sandbox.harness import Job, Limits, Sandbox  # noqa: E402
+from core.sandbox.protocol import ProgramRequest, WireCase  # noqa: E402
 from scenarios import get_scenario  # noqa: E402
 
 
@@ -43,7 +43,7 @@ def programs(n: int, seed: int) -> list[tuple[str, dict]]:
 
 
 def worker_job(code: str, case: dict, limits: Limits) -> ProgramRequest:
-    """What a sandbox worker receives for one job (`evaluate.protocol`)."""
+    """What a sandbox worker receives for one job (`core.sandbox.protocol`)."""
     return ProgramRequest("session", WireCase.of(case), limits, code)
 
 
@@ -62,7 +62,7 @@ def main() -> None:
     p.add_argument("--no-sandbox", action="store_true", help="skip the measurement through Sandbox.run_untrusted")
     args = p.parse_args()
 
-    from evaluate.worker import Runner  # the worker's own per-job code, here in this process
+    from core.sandbox.worker import Runner  # the worker's own per-job code, here in this process
 
     pairs = programs(args.programs, args.seed)
     limits = Limits()

@@ -23,11 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from evaluate.data import load_tasks  # noqa: E402
+from core.records import load_tasks  # noqa: E402
+from core.sandbox.harness import Sandbox  # noqa: E402
+from core.statuses import PASS  # noqa: E402
 from evaluate.episodes import score_reported  # noqa: E402
 from evaluate.run import trace_references  # noqa: E402
-from evaluate.sandbox import Sandbox  # noqa: E402
-from evaluate.statuses import PASS  # noqa: E402
 from scenarios.voice.episode import run_episode, server_command  # noqa: E402
 
 

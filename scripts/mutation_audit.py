@@ -36,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from evaluate.data import DatasetError, load_tasks  # noqa: E402
+from core.records import DatasetError, load_tasks  # noqa: E402
 
 PAPER_OPERATORS = ("delete_stmt", "swap_api", "change_literal", "swap_args", "replace_var",
                    "negate_cond", "swap_compare", "drop_result", "swap_result")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evaluate.data import DatasetError, load_tasks  # noqa: E402
+from core.records import DatasetError, load_tasks  # noqa: E402
 from evaluate.prompts import build_messages  # noqa: E402
 from scenarios.base import VARIANTS  # noqa: E402
 

@@ -90,9 +90,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from scenarios.base import TIERS  # noqa: E402
 from builder.stats import is_call  # noqa: E402
-from evaluate.arguments import INTERRUPTED, Parser, at_least_one  # noqa: E402
+from core.arguments import INTERRUPTED, Parser, at_least_one  # noqa: E402
+from scenarios.base import TIERS  # noqa: E402
 
 SEED_STRIDE = 1000  # split i of --seed S is built with seed S * SEED_STRIDE + i: distinct for every (S, i)
 MAX_SPLITS = SEED_STRIDE - 1  # the last seed of the stride is --matched's release
@@ -478,7 +478,7 @@ def build_split(split: Split, a: argparse.Namespace, fresh: bool = True) -> str:
             lines = [x for x in proc.stderr.splitlines() if x.strip()]
             raise RunError(f"building {split.name} failed (exit {proc.returncode}): "
                            f"{lines[-1] if lines else 'no message'} [{' '.join(cmd[1:])}]")
-    from evaluate.data import DatasetError, load_tasks
+    from core.records import DatasetError, load_tasks
 
     try:
         split.tasks, split.manifest = load_tasks(str(split.folder))
@@ -588,10 +588,10 @@ def score(model: Model, split: Split, a: argparse.Namespace) -> dict | None:
         pass
     samples.write_text(text)
 
-    from evaluate.data import DatasetError
-    from evaluate.executor import ExecutorError
+    from core.records import DatasetError
+    from core.sandbox.executor import ExecutorError
+    from core.sandbox.harness import SandboxFault
     from evaluate.run import EvalConfig, run
-    from evaluate.sandbox import SandboxFault
 
     try:
         report = run(EvalConfig(samples=str(samples), dataset=str(split.folder),

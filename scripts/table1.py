@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from builder.stats import analyse, format_table, table1  # noqa: E402
-from evaluate.data import load_tasks  # noqa: E402
+from core.records import load_tasks  # noqa: E402
 from scenarios.base import FRONTIER  # noqa: E402
 
 

@@ -47,7 +47,7 @@ def small_dataset(small_build):
 
 @pytest.fixture(scope="session")
 def small_tasks(small_dataset):
-    from evaluate.data import load_tasks
+    from core.records import load_tasks
 
     tasks, manifest = load_tasks(str(small_dataset))
     return tasks

@@ -18,14 +18,14 @@ def test_a_test_session_removes_its_datasets_cache(tmp_path):
     tmp.mkdir()
     env = dict(os.environ, TMPDIR=str(tmp))
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "tests/evaluate/test_errors.py::test_first_few_counts_the_rest"],
+                           "tests/core/test_errors.py::test_first_few_counts_the_rest"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:]
     assert [p.name for p in tmp.iterdir() if p.name != f"pytest-of-{getpass.getuser()}"] == []
 
 
 def test_a_process_that_imports_the_test_helpers_outside_pytest_leaves_no_cache(tmp_path):
-    """A test's subprocess may import its helpers (tests/evaluate/test_ray_executor.py does), and so this module:
+    """A test's subprocess may import its helpers (tests/core/test_ray_executor.py does), and so this module:
     its cache goes when that process exits, as a session's does when the session ends."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()

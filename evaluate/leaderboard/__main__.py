@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evaluate.arguments import Parser, at_least_one, positive_seconds
+from core.arguments import Parser, at_least_one, positive_seconds
 from evaluate.episodes import MODES
 from evaluate.leaderboard.submission import DEFAULT_ROOT, WEIGHTS
 from scenarios.base import NATURAL, VARIANTS
@@ -84,8 +84,8 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
-    from evaluate.data import DatasetError
-    from evaluate.errors import CannotWrite
+    from core.errors import CannotWrite
+    from core.records import DatasetError
     from evaluate.leaderboard.submission import SubmissionError
 
     try:

@@ -18,14 +18,14 @@ from pathlib import Path
 from string import Template
 
 from cards import LEADERBOARD_PAGE, template
+from core.errors import writing
+from core.statuses import EXECUTION_ERROR, NO_CODE, PASS, RESULT_ERROR, STATUSES, SYNTAX_ERROR, TIMEOUT
 from evaluate.episodes import CODE, MODES
-from evaluate.errors import writing
 from evaluate.intervals import rank_ranges
 from evaluate.leaderboard.submission import DEFAULT_ROOT, SUBMISSIONS, SubmissionError, load_submission
 from evaluate.leaderboard.validation import stamp_problem, validate
 from evaluate.plots import COLORS
 from evaluate.scoring import CI, with_intervals
-from evaluate.statuses import EXECUTION_ERROR, NO_CODE, PASS, RESULT_ERROR, STATUSES, SYNTAX_ERROR, TIMEOUT
 from scenarios.base import NATURAL, VARIANTS
 
 MARK_START, MARK_END = "<!-- leaderboard:start -->", "<!-- leaderboard:end -->"
@@ -148,7 +148,7 @@ def collect(root: str | Path = DEFAULT_ROOT, dataset: str | None = None, revalid
     if revalidate:
         if not dataset:
             raise SubmissionError("--revalidate needs --dataset (the maintainers' dataset: a Hub id or a folder)")
-        from evaluate.sandbox import Sandbox
+        from core.sandbox.harness import Sandbox
 
         with Sandbox(workers) as sandbox:
             for folder in folders:

@@ -28,14 +28,14 @@ import shutil
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from evaluate.data import DatasetError, TaskRecord, file_sha256, load_tasks, results_name, run_suffix, sample_lines
+from core.backends import Sampling
+from core.backends.cache import GenerationCache, prompt_key
+from core.errors import first_few, writing
+from core.names import slug
+from core.records import DatasetError, TaskRecord, file_sha256, load_tasks, results_name, run_suffix, sample_lines
+from core.statuses import INFRA_ERROR
 from evaluate.episodes import CODE, MODES
-from evaluate.errors import first_few, writing
-from evaluate.models import Sampling
-from evaluate.models.cache import GenerationCache, prompt_key
-from evaluate.names import slug
 from evaluate.prompts import build_messages
-from evaluate.statuses import INFRA_ERROR
 from scenarios.base import VARIANTS
 
 RESULTS = "results.json"

@@ -28,8 +28,10 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from evaluate.data import DatasetError, load_tasks
-from evaluate.errors import check_writable, writing
+from core.errors import check_writable, writing
+from core.records import DatasetError, load_tasks
+from core.statuses import INFRA_ERROR
+from evaluate.episodes import CODE, DEFAULT_MAX_TURNS
 from evaluate.leaderboard.submission import (
     GENERATIONS,
     METADATA,
@@ -44,8 +46,6 @@ from evaluate.leaderboard.submission import (
     read_generations,
     run_sampling,
 )
-from evaluate.statuses import INFRA_ERROR
-from evaluate.episodes import CODE, DEFAULT_MAX_TURNS
 from evaluate.prompts import extract_code
 from evaluate.scoring import CI, reported_ks
 
@@ -230,8 +230,8 @@ def _replay(sub: Submission, tasks, generations: list[dict], sandbox, report: Re
     the submission lacks (the world answered otherwise than the run's, or turns are missing) is a problem."""
     import types
 
+    from core.backends import BackendError
     from evaluate.episodes import Driver, answers, lost_samples
-    from evaluate.models import BackendError
     from evaluate.scoring import score
 
     results = sub.results
@@ -249,7 +249,7 @@ def _replay(sub: Submission, tasks, generations: list[dict], sandbox, report: Re
 
 def _rescore(sub: Submission, tasks, rescore, sandbox, timeout_s, workers, report: Report) -> None:
     """Re-score with `rescore(sandbox)` (None: it found a problem) and compare every sample and the summary."""
-    from evaluate.sandbox import Limits, Sandbox
+    from core.sandbox.harness import Limits, Sandbox
     from evaluate.scoring import levers_of, summarize
 
     results = sub.results

@@ -1,6 +1,6 @@
 """The session world: one session service per tier per sandbox worker, reset before every test case.
 
-Life cycle (see `evaluate.worker`): the worker creates this world once, which starts the paper tier's service as a
+Life cycle (see `core.sandbox.worker`): the worker creates this world once, which starts the paper tier's service as a
 separate process on a free loopback port with its own SQLite file; `reset(case)` runs in the worker before the
 fork, `namespace(case)` gives the forked child `service_url()` (what the setup block's `BASE_URL = service_url()`
 calls), and `snapshot()` runs in the worker after the child has exited.
@@ -19,7 +19,7 @@ A program can also leave work behind in the service (requests on connections it 
 keeps the event loop busy); `reset` waits for the service to settle and restarts it when it does not, so none of
 that lands after the next test case's reset. When the sandbox runs jobs as the harness's own user (not root),
 a hostile program could still find and write the SQLite file, or kill the service (the next `reset` restarts a
-service that died); as root the job's uid and jail put both out of its reach (see `evaluate.worker`).
+service that died); as root the job's uid and jail put both out of its reach (see `core.sandbox.worker`).
 
 RESULT needs no id rewriting: the service mints ids deterministically per reset (see `scenarios.session.store`),
 salted with a hash of the test case's stored sessions, so the builder's oracle run and every later run of a
@@ -192,7 +192,7 @@ class SessionWorld(World):
 
     def _operations(self) -> dict:
         """The current tier's endpoints by tool name. Every tier's are built at the first call: the worker builds
-        them before the reset that says which tier its job is on (`evaluate.worker.Runner.run_job`), so that no
+        them before the reset that says which tier its job is on (`core.sandbox.worker.Runner.run_job`), so that no
         child has to (a child's copy of the world would build them for itself alone)."""
         if self._ops is None:
             from scenarios.session.app import create_app

@@ -44,14 +44,14 @@ from inspect_ai.scorer import Score, Target, accuracy, scorer, stderr
 from inspect_ai.solver import Generate, TaskState, generate, solver
 from inspect_ai.tool import ToolCall, ToolInfo
 
-from evaluate.data import TaskRecord, load_tasks
+from core.backends import COUNTED_BY_API, Backend, OnMessage, Request, Sampling, Usage
+from core.backends.cache import GenerationCache
+from core.records import TaskRecord, load_tasks
+from core.sandbox.harness import Limits, Sandbox
+from core.statuses import INFRA_ERROR, PASS
 from evaluate.episodes import CODE, DEFAULT_MAX_TURNS, TOOLS, Driver, answers, lost_samples
-from evaluate.models import COUNTED_BY_API, Backend, OnMessage, Request, Sampling, Usage
-from evaluate.models.cache import GenerationCache
 from evaluate.prompts import build_messages, extract_code
-from evaluate.sandbox import Limits, Sandbox
 from evaluate.scoring import score
-from evaluate.statuses import INFRA_ERROR, PASS
 from scenarios.base import VARIANTS
 
 MODES = (CODE, TOOLS)

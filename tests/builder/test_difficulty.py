@@ -10,16 +10,16 @@ import random
 
 import pytest
 
+from builder import facts
 from builder.__main__ import parse_args
 from builder.config import BuildConfig, rng_for
 from builder.dataset import difficulty_line
 from builder.fuzz import CoverageRecorder
 from builder.pipeline import build, make_cases
 from builder.program import COND, generate_program
-from builder import facts
 from builder.translate import VARIANTS, TemplateTranslator
+from core.sandbox.harness import Sandbox
 from evaluate.run import _difficulty
-from evaluate.sandbox import Sandbox
 from evaluate.scoring import score
 from scenarios import get_scenario
 from scenarios.base import INIT, canonical_json
@@ -125,7 +125,7 @@ def test_nested_build_keeps_tasks_whose_reference_passes_every_path(tmp_path):
     config = BuildConfig(scenarios=["tensor"], n=5, seed=7, out=str(out), created_at="2026-01-01", workers=2,
                          calls_per_path=CALLS, branches=BRANCHES, branch_probability=1.0, mutants=6, probes=1)
     report = build(config)
-    from evaluate.data import load_tasks
+    from core.records import load_tasks
 
     tasks, manifest = load_tasks(str(out))
     assert len(tasks) == report["kept"]["tensor"] >= 4

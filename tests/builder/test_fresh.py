@@ -11,7 +11,7 @@ import pytest
 from builder.config import BuildConfig
 from builder.fresh import OverlapIndex, TaskView, call_sequence_keys, ngrams, parse_source, prepare, program_key
 from builder.pipeline import build
-from evaluate.data import DatasetError, created_after, load_tasks
+from core.records import DatasetError, created_after, load_tasks
 from tests.conftest import SMALL
 
 STRAIGHT = """\

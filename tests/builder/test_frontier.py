@@ -19,9 +19,9 @@ from builder.config import BuildConfig
 from builder.mutate import analyse_mutants
 from builder.pipeline import build, capture_oracles, fuzz
 from builder.stats import table1
-from evaluate.data import load_tasks
+from core.records import load_tasks
 from scenarios import get_scenario
-from evaluate.sandbox import Limits, Sandbox
+from core.sandbox.harness import Limits, Sandbox
 from scenarios.grammar import BRANCHES, MUST_KILL
 from scenarios.session.frontier import DEFAULT_PAGE, MAX_PAGE
 from scenarios.session import tasks

@@ -18,7 +18,7 @@ from builder.mutate import (OPERATORS, Mutant, _assigned_names, _result_items, _
                             mutants, reaches)
 from builder.pipeline import capture_oracles, fuzz
 from builder.program import generate_program
-from evaluate.sandbox import Limits, Sandbox
+from core.sandbox.harness import Limits, Sandbox
 from scenarios import get_scenario
 
 
@@ -114,7 +114,7 @@ def test_result_items_are_read_off_the_reference_only_when_nothing_else_changes(
 
 def test_a_result_mutant_is_killed_exactly_when_its_rearranged_result_differs():
     from builder.mutate import Mutant, _decided
-    from evaluate.data import TestCase
+    from core.records import TestCase
 
     case = TestCase("original", "main", "{}", "", [])
     case.expected_result = json.dumps([[1, 2], [1, 2], {"id": "a"}])
@@ -161,7 +161,7 @@ def test_a_batch_gives_each_program_the_world_it_would_meet_alone(sandbox, name)
     """Every program of a batch starts from the test case's initial world: the stored sessions, the lab's speech
     and call numbering. The reference runs twice in one batch, around programs that write, and each run's RESULT
     and state are exactly those of the reference run alone."""
-    from evaluate.sandbox import Job
+    from core.sandbox.harness import Job
 
     config, drafts = captured(name, 3, 4, sandbox)
     for d in drafts:
@@ -179,7 +179,7 @@ def test_statements_a_batch_shares_run_once_and_each_mutant_meets_the_world_it_w
     """A session reference's mutants begin with the reference's own statements (`Mutant.shared`): a batch runs
     those once per test case and restores the stored sessions after each mutant to what they left. Every mutant's
     RESULT and state (ids minted after a restore included) must be those of its run alone."""
-    from evaluate.sandbox import Job
+    from core.sandbox.harness import Job
 
     config, drafts = captured("session", 4, 9, sandbox)
     sharing = 0
@@ -202,7 +202,7 @@ def test_shared_statements_run_once_only_where_the_world_can_be_saved(sandbox, n
     """The statements a batch's programs share run once where the world can be saved and restored (session);
     elsewhere (voice, tensor: `World.save` is None) every program runs whole, as alone. A program that does not
     begin with the statements the batch ran ends the batch; `run_batched` runs it alone."""
-    from evaluate.sandbox import Job
+    from core.sandbox.harness import Job
 
     config, drafts = captured(name, 1, 9, sandbox)
     case = drafts[0].cases[0]
@@ -222,7 +222,7 @@ def test_shared_statements_run_once_only_where_the_world_can_be_saved(sandbox, n
 def test_a_program_after_shared_statements_changes_its_own_copy_of_their_values(sandbox):
     """What one program does to a list the shared statements made is not there for the next; two names for one
     list stay one list."""
-    from evaluate.sandbox import Job
+    from core.sandbox.harness import Job
 
     config, drafts = captured("session", 1, 9, sandbox)
     start = "a = {'k': [1]}\nb = a['k']\n"
@@ -237,7 +237,7 @@ def test_a_batch_over_several_test_cases_gives_each_run_what_it_gets_alone(sandb
     """A task's runs on all its test cases share one child (`Job.cases`, from `run_batched` for one `group`): each
     program meets its own test case's values and world, statements are shared on one test case only, and RESULT,
     state and the recorded API calls are those of the run alone."""
-    from evaluate.sandbox import Job
+    from core.sandbox.harness import Job
 
     config, drafts = captured(name, 2, 4, sandbox)
     assert len(drafts) == 2
@@ -320,7 +320,7 @@ def test_a_batch_that_fails_whole_is_run_one_by_one(sandbox, monkeypatch):
 
 
 def test_a_mutant_is_skipped_only_on_inputs_whose_path_does_not_pass_its_change():
-    from evaluate.data import TestCase
+    from core.records import TestCase
 
     def case(branch):
         return TestCase("c", branch, "{}", "", [])
@@ -348,7 +348,7 @@ def test_a_probe_that_kills_a_survivor_becomes_a_test_case_in_probe_order(sandbo
     """Tasks left with their original input only: survivors meet probe inputs, and each probe kept kills a mutant
     that every input before it lets pass (checked by running the mutants alone; a probe that kills nothing new is
     not kept, so the inputs before a kept probe are the original and the probes kept before it)."""
-    from evaluate.sandbox import Job
+    from core.sandbox.harness import Job
     from evaluate.scoring import judge_case
 
     config, drafts = captured("tensor", 6, 7, sandbox)

@@ -19,7 +19,7 @@ import yaml
 import builder.pipeline as pipeline
 from builder.config import BuildConfig
 from builder.pipeline import build
-from evaluate.data import MANIFEST, SCHEMA, DatasetError, verify_folder
+from core.records import MANIFEST, SCHEMA, DatasetError, verify_folder
 from tests.conftest import SMALL, interruptible
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,7 +130,7 @@ def test_load_dataset_reads_the_folder(small_dataset, monkeypatch):
 def test_load_dataset_returns_the_rows_of_this_build(small_dataset, other_seed_build, monkeypatch):
     import datasets
 
-    from evaluate.data import load_tasks
+    from core.records import load_tasks
 
     for folder in (small_dataset, other_seed_build):
         stored = sorted(r["instruction"] for r in shard_rows(folder))

@@ -19,7 +19,7 @@ from huggingface_hub import HfApi, constants
 
 from builder import publish
 from builder.publish import PublishError, Retry, hub_api, main, make_plan, push, validate_folder
-from evaluate.data import MANIFEST, SCHEMA, content_hash, file_sha256
+from core.records import MANIFEST, SCHEMA, content_hash, file_sha256
 from tests.builder.hub_support import INITIAL_FILES, FakeHub
 
 REPO = "acme/stateeval"
@@ -405,7 +405,7 @@ def drop_a_column(folder: Path) -> None:
 def test_a_dataset_from_before_levers_still_loads(small_dataset, tmp_path):
     """A release built before the `levers` column reads as it was written, each row with no levers; a shard that
     lacks a column which was always there is still refused (above)."""
-    from evaluate.data import load_tasks
+    from core.records import load_tasks
 
     folder = copy_dataset(small_dataset, tmp_path)
     now, _ = load_tasks(str(folder))

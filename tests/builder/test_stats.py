@@ -88,7 +88,7 @@ def test_stored_fields_agree_with_the_data_flow_of_the_stored_references(small_t
 def test_tokens_are_cl100k():
     assert count_tokens("hello world") == 2  # cl100k_base: [15339, 1917]
     assert count_tokens("") == 0
-    from evaluate.models.tokens import _encoding
+    from core.backends.tokens import _encoding
 
     assert _encoding().encode("hello world") == [15339, 1917]
 

@@ -19,7 +19,7 @@ import builder.pipeline as pipeline
 from builder.checkpoint import CHECKPOINT, exclusive, finished_shards, partial_folder
 from builder.config import BuildConfig
 from builder.pipeline import build
-from evaluate.data import DatasetError, verify_folder
+from core.records import DatasetError, verify_folder
 from tests.builder.test_pipeline import ROOT, run_cli, shard_rows, shards
 from tests.conftest import SMALL
 

@@ -12,7 +12,7 @@ from huggingface_hub import HfApi
 
 from builder import versions
 from builder.publish import main
-from evaluate.data import SCHEMA
+from core.records import SCHEMA
 from tests.builder.hub_support import FakeHub
 from tests.builder.test_publish import REPLAY_WORKERS, TEST_TOKEN, copy_dataset, rewrite_shard
 

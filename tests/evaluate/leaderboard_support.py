@@ -63,7 +63,7 @@ _BOARD: dict[str, Board] = {}
 
 
 def wrong_samples(dataset: Path, path: Path, wrong_every: int) -> Path:
-    from evaluate.data import load_tasks
+    from core.records import load_tasks
 
     tasks, _ = load_tasks(str(dataset))
     rows = []
@@ -80,8 +80,8 @@ def board(small_dataset: Path, tmp_path_factory) -> Board:
         return _BOARD["board"]
     from builder.config import BuildConfig
     from builder.pipeline import build
+    from core.sandbox.harness import Sandbox
     from evaluate.leaderboard import submit, validate
-    from evaluate.sandbox import Sandbox
 
     work = tmp_path_factory.mktemp("leaderboard")
     out = work / "results"

@@ -22,7 +22,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from evaluate.data import content_hash, file_sha256
+from core.records import content_hash, file_sha256
 from tests.conftest import interruptible
 from tests.evaluate.scripted_server import ScriptedServer
 
@@ -402,8 +402,8 @@ def test_limit_takes_the_first_tasks_of_each_scenario(tmp_path, capsys):
     """`--limit 2 --scenario tensor,voice` used to score the first two tasks in split order: tensor's only."""
     from builder.config import BuildConfig
     from builder.pipeline import build
+    from core.records import load_tasks
     from evaluate.__main__ import main
-    from evaluate.data import load_tasks
 
     dataset = tmp_path / "two"
     build(BuildConfig(out=str(dataset), scenarios=["tensor", "voice"], n=3, seed=0, created_at="2026-01-01",
@@ -474,7 +474,7 @@ def test_every_run_is_kept_and_results_json_is_the_latest(small_dataset, rows, t
 
 def test_results_record_the_containment_that_applied(reference_run, small_tasks):
     """The documentation (docs/trust.md) promises that a run says how its programs were contained; the mode depends on the machine."""
-    from evaluate.sandbox import Job, Sandbox
+    from core.sandbox.harness import Job, Sandbox
 
     task = small_tasks[0]
     with Sandbox(workers=1) as sandbox:
@@ -551,7 +551,7 @@ def test_a_full_disk_while_generating_stops_in_one_line_and_the_same_command_res
                                                                                     monkeypatch, capsys):
     """The disk fills in the middle of the fourth reply's line: the run stops with one line that names the file
     and the fix, and the same command, once there is space, reuses the three replies and scores every task."""
-    import evaluate.models.cache as cache_module
+    import core.backends.cache as cache_module
     from evaluate.__main__ import main
 
     written_lines = []

@@ -13,9 +13,9 @@ import pytest
 import torch
 
 from builder.pipeline import take_oracle
-from evaluate.data import TaskRecord, TestCase
+from core.records import TaskRecord, TestCase
+from core.sandbox.harness import Job, Limits, Sandbox
 from evaluate.diagnosis import CAUSES, METRICS, case_metrics, cause_of, diagnose, first_divergence, top_causes
-from evaluate.sandbox import Job, Limits, Sandbox
 from evaluate.scoring import score, summarize
 from scenarios.base import Asset
 from scenarios.trace import FORMAT, load_stored

@@ -25,10 +25,10 @@ import pytest
 
 from builder.config import BuildConfig
 from builder.pipeline import build
-from evaluate.data import load_tasks
+from core.records import load_tasks
+from core.sandbox.harness import RETRIES, Job, Limits, Sandbox
 from evaluate.leaderboard.submission import SubmissionError, submit
 from evaluate.leaderboard.validation import validate
-from evaluate.sandbox import RETRIES, Job, Limits, Sandbox
 from evaluate.scoring import judge_case
 from scenarios import get_scenario
 
@@ -257,7 +257,7 @@ def _can_mount() -> str | None:
 def test_a_full_temporary_directory_stops_the_run_in_one_line_and_records_nothing(small_dataset, small_tasks,
                                                                                   tmp_path):
     """TMPDIR on a 16 MB tmpfs (in a mount namespace of the command's own) with 4 MB left: less than a worker
-    needs (`evaluate.worker.FREE_SPACE_MB`), so the first job's verdict is not trusted and the run stops."""
+    needs (`core.sandbox.worker.FREE_SPACE_MB`), so the first job's verdict is not trusted and the run stops."""
     samples = samples_file(tmp_path / "s.jsonl", [(t.task_id, t.reference_program) for t in small_tasks[:2]])
     out, full = tmp_path / "results", tmp_path / "full"
     full.mkdir()

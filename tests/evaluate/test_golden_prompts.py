@@ -15,7 +15,7 @@ import pytest
 
 from builder.config import BuildConfig
 from builder.pipeline import fuzz, to_record, translate
-from evaluate.data import TaskRecord
+from core.records import TaskRecord
 from evaluate.prompts import VARIANTS, build_messages
 from scenarios import scenario_names
 

@@ -8,11 +8,11 @@ import json
 
 import pytest
 
+from core.sandbox.harness import Sandbox
 from evaluate.diagnosis import METRICS
 from evaluate.episodes import CODE, EXPLORE, TOOLS
 from evaluate.leaderboard import build, load_submission, submit, validate
 from evaluate.run import EvalConfig, run
-from evaluate.sandbox import Sandbox
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,10 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from core.sandbox.harness import Sandbox
+from core.statuses import PASS, RESULT_ERROR
 from evaluate.episodes import score_reported
 from evaluate.run import trace_references
-from evaluate.sandbox import Sandbox
-from evaluate.statuses import PASS, RESULT_ERROR
 from scenarios.voice.episode import run_episode
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,7 +27,7 @@ TIMEOUT_S = 60
 def voice_tasks(tmp_path_factory):
     from builder.config import BuildConfig
     from builder.pipeline import build
-    from evaluate.data import load_tasks
+    from core.records import load_tasks
 
     out = tmp_path_factory.mktemp("voice") / "ds"
     build(BuildConfig(out=str(out), scenarios=["voice"], n=3, seed=11, created_at="2026-03-01", workers=1))

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from evaluate.models import ALIASES, BackendError, Request, Sampling, UnknownModel, Usage, get_backend, resolve
-from evaluate.models.hf_local import locate
-from evaluate.models.openai_api import OpenAIBackend
+from core.backends import ALIASES, BackendError, Request, Sampling, UnknownModel, Usage, get_backend, resolve
+from core.backends.hf_local import locate
+from core.backends.openai_api import OpenAIBackend
 from evaluate.prompts import build_messages
 from tests.conftest import interruptible
 from tests.evaluate.scripted_server import ScriptedServer, kill_after_lines
@@ -98,8 +98,8 @@ def test_ctrl_c_that_reaches_another_thread_stops_an_openai_run(tmp_path):
     model that never answers must still stop, rather than wait for the request's ten-minute timeout."""
     script = (
         "import signal, sys, threading, time\n"
-        "from evaluate.models import Request, Sampling\n"
-        "from evaluate.models.openai_api import OpenAIBackend\n"
+        "from core.backends import Request, Sampling\n"
+        "from core.backends.openai_api import OpenAIBackend\n"
         "def interrupt():\n"
         "    time.sleep(3)\n"
         "    signal.pthread_kill(threading.get_ident(), signal.SIGINT)\n"
@@ -225,8 +225,8 @@ def test_a_killed_run_resumes_and_loses_at_most_its_in_flight_requests(small_dat
 
 
 def test_a_changed_prompt_is_not_served_from_the_cache(small_dataset, tmp_path):
+    from core.records import load_tasks
     from evaluate.run import EvalConfig, generate
-    from evaluate.data import load_tasks
 
     tasks, _ = load_tasks(str(small_dataset))
     tasks = tasks[:2]
@@ -297,7 +297,7 @@ def test_an_endpoint_without_usage_leaves_the_counts_unknown(small_dataset, tmp_
 
 
 def test_a_cache_line_keeps_its_usage_and_an_old_line_has_none(tmp_path):
-    from evaluate.models.cache import GenerationCache
+    from core.backends.cache import GenerationCache
 
     path = tmp_path / "generations.jsonl"
     path.write_text(json.dumps({"key": "old", "task_id": "t", "sample": 0, "reply": "x"}) + "\n")
@@ -317,7 +317,7 @@ def _row(key: str) -> bytes:
 def test_a_disk_full_mid_line_stops_in_one_line_and_the_resume_reuses_every_whole_line(tmp_path, monkeypatch,
                                                                                        cut_back):
     """ENOSPC after half a line: the half line is never read, and never swallows the next reply's line."""
-    from evaluate.models.cache import CacheWriteError, GenerationCache
+    from core.backends.cache import CacheWriteError, GenerationCache
 
     path = tmp_path / "generations.jsonl"
     cache = GenerationCache(path)
@@ -356,7 +356,7 @@ def test_a_disk_full_mid_line_stops_in_one_line_and_the_resume_reuses_every_whol
 
 
 def test_a_cache_that_cannot_be_written_at_all_names_the_cause(tmp_path):
-    from evaluate.models.cache import CacheWriteError, GenerationCache
+    from core.backends.cache import CacheWriteError, GenerationCache
 
     (tmp_path / "file").write_text("")
     cache = GenerationCache(tmp_path / "file" / "generations.jsonl")  # its folder is a file
@@ -365,7 +365,7 @@ def test_a_cache_that_cannot_be_written_at_all_names_the_cause(tmp_path):
 
 
 def test_hf_counts_generated_tokens_up_to_the_end_of_sequence():
-    from evaluate.models.hf_local import generated_length
+    from core.backends.hf_local import generated_length
 
     same = types.SimpleNamespace(eos_token_id=2, pad_token_id=2)  # pad = eos, as the backend sets it when unset
     assert generated_length([5, 6, 2, 2, 2], same) == 3  # the stop token counts, the padding after it does not
@@ -491,7 +491,7 @@ def test_vllm_chat_sends_the_tools_to_the_template_and_reads_tool_calls_back(mon
 
 
 def test_a_backend_without_tool_calling_says_which_do(small_tasks):
-    from evaluate.models.hf_local import HFBackend
+    from core.backends.hf_local import HFBackend
 
     with pytest.raises(BackendError, match="openai, vllm or reference"):
         HFBackend.__new__(HFBackend).chat([], Sampling(), lambda r, m: None)

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from core.sandbox.harness import Sandbox
+from core.statuses import NO_CODE, PASS, RESULT_ERROR
 from evaluate.episodes import EXPLORE, TOOLS, snippet_report
 from evaluate.run import EvalConfig, run, trace_references
-from evaluate.sandbox import Sandbox
-from evaluate.statuses import NO_CODE, PASS, RESULT_ERROR
 from tests.evaluate.scripted_server import ScriptedServer, kill_after_lines
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -164,7 +164,7 @@ def test_explore_runs_snippets_on_a_scratch_world_never_a_test_case(small_datase
     assert report["samples"][0]["status"] == PASS
     seen = outputs[0]
     assert seen["status"] == "ran" and "tensor" in seen["RESULT"]
-    from evaluate.sandbox import Job
+    from core.sandbox.harness import Job
 
     with Sandbox(1) as sandbox:  # the sum printed is none of the test cases' sums
         sums = [o.output.strip() for o in sandbox.run_untrusted(
@@ -195,7 +195,7 @@ def test_explore_runs_code_at_most_max_turns_times_however_the_calls_come(small_
 
 
 def test_snippet_report_shows_tensors_by_shape(small_tasks):
-    from evaluate.sandbox import Outcome
+    from core.sandbox.harness import Outcome
 
     o = Outcome(0, "ok", result=[{"__tensor__": {"shape": [1, 2], "dtype": "float32", "data": "AAAA"}}], output="hi")
     assert json.loads(snippet_report(o)["RESULT"]) == [{"tensor": {"shape": [1, 2], "dtype": "float32"}}]

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from evaluate.data import TestCase
-from evaluate.sandbox import Limits, Outcome, Sandbox
+from core.records import TestCase
+from core.sandbox.harness import Limits, Outcome, Sandbox
 from evaluate.scoring import STATUSES, SampleResult, every_k, judge_case, pass_at_k, score, succeeded, summarize
 from scenarios import get_scenario
 from scenarios.tensor import ATOL, RTOL
@@ -341,7 +341,7 @@ def test_status_names_are_spelled_in_one_module():
     from pathlib import Path
 
     import evaluate
-    from evaluate import statuses
+    from core import statuses
 
     root = Path(evaluate.__file__).parent
     # "pass", "ok", "timeout" and "crash" are ordinary words elsewhere; the compound names are not.

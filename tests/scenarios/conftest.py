@@ -6,7 +6,7 @@ import pytest
 
 from builder.config import BuildConfig
 from builder.pipeline import build
-from evaluate.sandbox import Sandbox
+from core.sandbox.harness import Sandbox
 from tests.conftest import SMALL
 
 
@@ -26,7 +26,7 @@ def sandbox():
 
 def small_build_of(tmp_path_factory, scenario: str) -> tuple[dict, list]:
     """(build report, tasks) of a 12-program build of one scenario, with a fixed seed and date."""
-    from evaluate.data import load_tasks
+    from core.records import load_tasks
 
     out = tmp_path_factory.mktemp(scenario) / "stateeval"
     report = build(BuildConfig(out=str(out), **{**SMALL, "scenarios": [scenario]}))

@@ -9,7 +9,7 @@ import pytest
 
 from builder.config import BuildConfig
 from builder.pipeline import build
-from evaluate.data import load_tasks
+from core.records import load_tasks
 from evaluate.run import EvalConfig, run
 from scenarios import get_scenario, scenario_names
 

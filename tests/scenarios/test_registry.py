@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from evaluate.executor import EXECUTOR_CLASSES
-from evaluate.models import BACKENDS, BackendError, get_backend
+from core.sandbox.executor import EXECUTOR_CLASSES
+from core.backends import BACKENDS, BackendError, get_backend
 from scenarios import SCENARIOS, get_scenario
 from scenarios.registry import Entry, Registry, RegistryError
 
@@ -46,6 +46,6 @@ def test_the_projects_three_registries():
 
 def test_a_backend_that_cannot_load_is_a_backend_error(monkeypatch):
     broken = Registry("backend", {"vllm": Entry("no_such_vllm_module:B", "vllm")})
-    monkeypatch.setattr("evaluate.models.BACKENDS", broken)
+    monkeypatch.setattr("core.backends.BACKENDS", broken)
     with pytest.raises(BackendError, match=r"pip install 'stateeval\[vllm\]'"):
         get_backend("m", "vllm")

@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from evaluate.sandbox import Job, Sandbox
+from core.sandbox.harness import Job, Sandbox
 from scenarios import get_scenario
 from scenarios.base import canonical_json
 from scenarios.session import ASSET

@@ -15,8 +15,8 @@ import pytest
 from builder import facts, frontier
 from builder.config import BuildConfig
 from builder.pipeline import build, make_cases
-from evaluate.data import load_tasks
-from evaluate.protocol import WireCase
+from core.records import load_tasks
+from core.sandbox.protocol import WireCase
 from scenarios import get_scenario
 from scenarios.base import compare_plain
 from scenarios.tensor import tasks
@@ -227,7 +227,7 @@ def test_a_program_that_forgets_zero_grad_fails(frontier_build, tmp_path):
 def test_tool_calls_change_the_world_as_the_same_program_does(programs, world):
     """A training step as tool calls (`--mode tools`) leaves the state the same code leaves; a tool the tier does not
     have, or a handle that names nothing, is an error the model reads, and the episode goes on."""
-    from evaluate.worker import execute_calls
+    from core.sandbox.worker import execute_calls
 
     p = programs[0]
     case = make_cases(p, BuildConfig(), 0)[0]

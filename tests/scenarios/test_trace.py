@@ -6,7 +6,7 @@ import json
 
 import torch
 
-from evaluate.sandbox import Job
+from core.sandbox.harness import Job
 from scenarios.base import Asset, canonical_json
 from scenarios.trace import MAX_CALLS, bind, compact, input_ids, raw_call, value_ids
 

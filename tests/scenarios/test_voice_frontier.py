@@ -13,7 +13,7 @@ import pytest
 from builder import facts, frontier
 from builder.config import BuildConfig
 from builder.pipeline import build
-from evaluate.data import load_tasks
+from core.records import load_tasks
 from scenarios import get_scenario
 from scenarios.voice import tasks
 from scenarios.voice.platform import AGES, DEFAULT_PAGE_SIZE, HISTORY_PAGE_SIZE

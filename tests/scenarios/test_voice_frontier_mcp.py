@@ -15,11 +15,11 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from builder.config import BuildConfig
 from builder.pipeline import build
-from evaluate.data import load_tasks
+from core.records import load_tasks
 from evaluate.episodes import score_reported
 from evaluate.run import trace_references
-from evaluate.sandbox import Sandbox
-from evaluate.statuses import PASS
+from core.sandbox.harness import Sandbox
+from core.statuses import PASS
 from scenarios.voice.episode import ROOT, TIMEOUT_S, run_episode, server_command
 from scenarios.voice.platform import TOOLS, draw_population
 from scenarios.voice.platform import tool_specs as platform_specs

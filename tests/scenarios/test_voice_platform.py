@@ -188,7 +188,7 @@ RESULT = [len(voices), item["history_item_id"], refused]
 
 
 def test_a_frontier_case_gets_the_platforms_tools_and_its_state_is_the_side_effect():
-    from evaluate.worker import execute
+    from core.sandbox.worker import execute
     from scenarios.voice.world import VoiceWorld
 
     report = execute(VoiceWorld(), PROGRAM, frontier_case())
@@ -201,7 +201,7 @@ def test_a_frontier_case_gets_the_platforms_tools_and_its_state_is_the_side_effe
 
 
 def test_tool_calls_on_a_frontier_case_reach_the_platform_and_the_paper_tools_stay_the_labs():
-    from evaluate.worker import execute_calls
+    from core.sandbox.worker import execute_calls
     from scenarios.voice.world import VoiceWorld
 
     world = VoiceWorld()

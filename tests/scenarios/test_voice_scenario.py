@@ -203,7 +203,7 @@ def test_text_to_speech_instead_of_speech_to_speech_fails_the_oracle(built, sand
 
 def test_reordering_calls_to_different_numbers_still_passes(sandbox, scenario):
     """Order is ignored only where the API is order-free: calls to two numbers, not calls to one."""
-    from evaluate.data import TestCase
+    from core.records import TestCase
 
     setup = ('user_speech = load_speech("user_speech")\n'
              'phone1 = "+15550000001"\nphone2 = "+15550000002"\n')
@@ -225,7 +225,7 @@ def test_reordering_calls_to_different_numbers_still_passes(sandbox, scenario):
                           "c2 = make_outbound_call(s1, to_number=phone2)\n"
                           "c1 = make_outbound_call(user_speech, to_number=phone1)\n"
                           "RESULT = [c1, c2, c3]\n")
-    from evaluate.sandbox import Job
+    from core.sandbox.harness import Job
     from evaluate.scoring import judge_case
 
     outcomes = sandbox.run_untrusted([Job(i, "voice", code, case)

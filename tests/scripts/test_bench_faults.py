@@ -8,7 +8,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from evaluate.sandbox import RETRIES
+from core.sandbox.harness import RETRIES
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_faults.py"
 

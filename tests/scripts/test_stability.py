@@ -274,7 +274,7 @@ def test_matched_splits_are_fresh_against_a_release_built_first(tmp_path):
     assert code in (0, 1)
     assert lines[0].startswith(f"release: built {out / 'release'} (seed 999") and "; matched:" not in lines[0]
     assert lines[1].startswith("split-0: built") and "; matched: tensor gap " in lines[1]
-    from evaluate.data import load_tasks
+    from core.records import load_tasks
 
     release = {t.reference_program for t in load_tasks(str(out / "release"))[0]}
     data = json.loads((out / "stability.json").read_text())
@@ -292,7 +292,7 @@ def test_matched_splits_are_fresh_against_a_release_built_first(tmp_path):
 def test_answers_files_per_split(tiny_run, capsys, tmp_path):
     """An answers file per split ({split} in the path): right on even tasks, RESULT = None on odd ones."""
     _, _, out, argv = tiny_run
-    from evaluate.data import load_tasks
+    from core.records import load_tasks
 
     expected = []
     for i in range(2):

@@ -27,10 +27,10 @@ from inspect_ai.tool import ToolCall  # noqa: E402
 
 from builder.config import BuildConfig  # noqa: E402
 from builder.pipeline import build  # noqa: E402
+from core.backends import Request, Sampling  # noqa: E402
+from core.backends.cache import GenerationCache  # noqa: E402
+from core.backends.reference import ReferenceBackend  # noqa: E402
 from evaluate.episodes import TOOLS, Conversation, Driver  # noqa: E402
-from evaluate.models import Request, Sampling  # noqa: E402
-from evaluate.models.cache import GenerationCache  # noqa: E402
-from evaluate.models.reference import ReferenceBackend  # noqa: E402
 from evaluate.prompts import INSTRUCTION_FIELDS  # noqa: E402
 from evaluate.run import trace_references  # noqa: E402
 from stateeval.inspect_task import SANDBOX, stateeval, tasks_of  # noqa: E402

@@ -11,8 +11,8 @@ import json
 import re
 import sys
 
-from evaluate.models import COUNTED_BY_TOKENIZER, Backend, BackendError, OnMessage, OnReply
-from evaluate.models import Request, Sampling, Usage, missing_extra
+from core.backends import COUNTED_BY_TOKENIZER, Backend, BackendError, OnMessage, OnReply
+from core.backends import Request, Sampling, Usage, missing_extra
 
 # Hermes-style tool calls, as Qwen2.5's and most open models' chat templates ask for them:
 # <tool_call>{"name": ..., "arguments": {...}}</tool_call>
@@ -54,7 +54,7 @@ class VLLMBackend(Backend):
                                 max_tokens=sampling.max_new_tokens, seed=sampling.seed + r.sample)
             for r in requests
         ]
-        # vLLM's own bar, only on a terminal: in a log its carriage-return redraws pile up (evaluate.progress)
+        # vLLM's own bar, only on a terminal: in a log its carriage-return redraws pile up (core.progress)
         outputs = llm.chat([r.messages for r in requests], params, use_tqdm=sys.stderr.isatty(), **chat_options)
         for r, out in zip(requests, outputs):
             # the model's own tokens: the templated prompt vLLM ran, and the tokens it generated

@@ -1,8 +1,8 @@
 """Containment primitives for sandbox workers and the harness: Linux only, through libc.
 
 Python 3.11 has no os.unshare, os.mount or prctl, so they are reached through ctypes here, in one place, apart
-from the worker's job protocol (`evaluate.worker`) and the harness (`evaluate.sandbox`), which both use them. What
-each primitive is for, and which containment mode (`jail`, `uid`, `none`) uses it, is said in `evaluate.worker`
+from the worker's job protocol (`core.sandbox.worker`) and the harness (`core.sandbox.harness`), which both use
+them. What each primitive is for, and which containment mode (`jail`, `uid`, `none`) uses it, is said in `core.sandbox.worker`
 and in docs/trust.md, "Execution and trust".
 """
 
@@ -25,8 +25,8 @@ JAIL, UID, NONE = "jail", "uid", "none"
 MODES = (JAIL, UID, NONE)
 CPU_GRACE_S = 1  # CPU seconds between SIGXCPU (soft limit) and SIGKILL (hard limit)
 MB = 1024 * 1024
-ROOT = Path(__file__).resolve().parents[1]
-WORLD_PACKAGES = ("scenarios", "evaluate")  # the only parts of the repository a jailed child sees
+ROOT = Path(__file__).resolve().parents[2]  # the repository (or site-packages) holding core/ and scenarios/
+WORLD_PACKAGES = ("scenarios", "core")  # the only parts of the repository a jailed child sees
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.prctl.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong)
@@ -218,7 +218,7 @@ def reap_leftovers(keep: set[int], uid: int | None) -> int:
 
 
 def apply_limits(limits) -> None:
-    """Resource limits for the child (an `evaluate.protocol.Limits`): address space, CPU time, file size, open
+    """Resource limits for the child (an `core.sandbox.protocol.Limits`): address space, CPU time, file size, open
     files, processes."""
     def cap(res, value, grace=0):
         try:

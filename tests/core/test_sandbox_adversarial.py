@@ -35,8 +35,8 @@ import pytest
 
 from builder.config import BuildConfig
 from builder.pipeline import build
-from evaluate.data import TaskRecord
-from evaluate.sandbox import Job, Limits, Outcome, Sandbox
+from core.records import TaskRecord
+from core.sandbox.harness import Job, Limits, Outcome, Sandbox
 from evaluate.scoring import judge_case
 from scenarios import get_scenario
 from scenarios.session.server import MEMORY_LIMIT_MB as SERVICE_MEMORY_LIMIT_MB
@@ -472,7 +472,7 @@ def _alive_sleeper(pid: int) -> bool:
             cmdline = f.read()
     except OSError:
         return False
-    return state != "Z" and b"evaluate.worker" in cmdline
+    return state != "Z" and b"core.sandbox.worker" in cmdline
 
 
 def _uids_running() -> set[int]:
@@ -562,7 +562,7 @@ def judged(ctx: Context, row: Hostile, outcome: Outcome) -> str:
 
 @pytest.fixture(scope="module")
 def session_tasks(tmp_path_factory):
-    from evaluate.data import load_tasks
+    from core.records import load_tasks
 
     out = tmp_path_factory.mktemp("session-ds") / "stateeval"
     build(BuildConfig(out=str(out), **SESSION_BUILD))
@@ -753,7 +753,7 @@ def test_no_process_of_a_job_survives_the_run(sandbox, ctx, mixed, sequential):
         except (OSError, StopIteration):
             continue
         # a job's process is a fork of a worker: same command line, parent a worker; none may be left between runs
-        assert not (b"evaluate.worker" in cmdline and ppid in workers and int(pid.rsplit("/", 1)[1]) not in workers)
+        assert not (b"core.sandbox.worker" in cmdline and ppid in workers and int(pid.rsplit("/", 1)[1]) not in workers)
 
 
 def test_dataset_and_cache_files_are_unchanged_after_the_run(ctx, mixed, sequential):

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from evaluate.names import slug
-from evaluate.provenance import library_versions
-from evaluate.retry import backoff_s
+from core.names import slug
+from core.provenance import library_versions
+from core.retry import backoff_s
 from evaluate.run import EvalConfig, run_dir
 
 

@@ -1,8 +1,8 @@
 """Where sandbox jobs run: `--executor local|ray` on `python -m builder` and `python -m evaluate`.
 
-`local` (the default) is `evaluate.sandbox.Sandbox`, this machine's warm workers. `ray` is
-`evaluate.ray_executor.RayExecutor`: the same worker program, one per CPU of a Ray cluster. Both are an
-`evaluate.sandbox.Executor`, which is all the builder's oracle capture and mutation runs and evaluate's scoring
+`local` (the default) is `core.sandbox.harness.Sandbox`, this machine's warm workers. `ray` is
+`core.sandbox.ray_executor.RayExecutor`: the same worker program, one per CPU of a Ray cluster. Both are an
+`core.sandbox.harness.Executor`, which is all the builder's oracle capture and mutation runs and evaluate's scoring
 see; the worker (and so the containment of every program) is the same whichever runs it.
 """
 
@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import importlib.util
 
-from evaluate.arguments import at_least_one
-from evaluate.ray_executor import RAY_INSTALL, probe
-from evaluate.sandbox import Executor, ExecutorError, Limits
+from core.arguments import at_least_one
+from core.sandbox.harness import Executor, ExecutorError, Limits
+from core.sandbox.ray_executor import RAY_INSTALL, probe
 from scenarios.registry import Entry, Registry
 
 LOCAL, RAY = "local", "ray"
 EXECUTOR_CLASSES: Registry[type[Executor]] = Registry("executor", {
-    LOCAL: "evaluate.sandbox:Sandbox",
-    RAY: Entry("evaluate.ray_executor:RayExecutor", "ray"),
+    LOCAL: "core.sandbox.harness:Sandbox",
+    RAY: Entry("core.sandbox.ray_executor:RayExecutor", "ray"),
 })
 EXECUTORS = tuple(EXECUTOR_CLASSES)
 EXECUTOR_HELP = (

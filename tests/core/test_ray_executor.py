@@ -25,10 +25,10 @@ import pytest
 
 from builder.config import BuildConfig
 from builder.pipeline import build
-from evaluate.data import load_tasks
-from evaluate.executor import ExecutorError, make_executor
+from core.records import load_tasks
+from core.sandbox.executor import ExecutorError, make_executor
+from core.sandbox.harness import Job, Limits
 from evaluate.run import EvalConfig, run
-from evaluate.sandbox import Job, Limits
 from tests.conftest import interruptible
 
 HAVE_RAY = importlib.util.find_spec("ray") is not None
@@ -207,7 +207,7 @@ def test_a_worker_killed_inside_an_actor_runs_its_job_again_on_a_fresh_one(ray_i
                 time.sleep(0.01)
             worker = _ppid(child)
             with open(f"/proc/{worker}/cmdline", "rb") as f:
-                assert b"evaluate.worker" in f.read()
+                assert b"core.sandbox.worker" in f.read()
             os.kill(worker, signal.SIGKILL)
         finally:
             runner.join()
@@ -272,10 +272,10 @@ def test_ctrl_c_stops_a_ray_run_and_its_jobs():
     ten minutes: the command ends with the interrupt, and the job's process is gone with its worker."""
     script = (
         "import os, signal, threading, time\n"
-        "from evaluate.data import TestCase\n"
-        "from evaluate.executor import make_executor\n"
-        "from evaluate.sandbox import Job, Limits\n"
-        "from tests.evaluate.test_ray_executor import _running, _slow\n"
+        "from core.records import TestCase\n"
+        "from core.sandbox.executor import make_executor\n"
+        "from core.sandbox.harness import Job, Limits\n"
+        "from tests.core.test_ray_executor import _running, _slow\n"
         f"SLOW = {SLOW!r}\n"
         "def interrupt():\n"
         "    while (pid := _running(SLOW)) is None:\n"

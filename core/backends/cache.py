@@ -9,8 +9,8 @@ import threading
 from dataclasses import asdict
 from pathlib import Path
 
-from evaluate.errors import DISK_FULL
-from evaluate.models import BackendError, Sampling, Usage
+from core.backends import BackendError, Sampling, Usage
+from core.errors import DISK_FULL
 
 
 def prompt_key(messages: list[dict], sampling: Sampling, model: str, sample: int, extra: dict | None = None) -> str:

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from evaluate.data import TestCase
-from evaluate.protocol import (BatchRequest, EpisodeRequest, Limits, ProgramRequest, TraceRequest, WireCase,
-                               decode_reply, decode_request, encode_reply, encode_request)
-from evaluate.sandbox import Job
+from core.records import TestCase
+from core.sandbox.harness import Job
+from core.sandbox.protocol import (BatchRequest, EpisodeRequest, Limits, ProgramRequest, TraceRequest, WireCase,
+                                   decode_reply, decode_request, encode_reply, encode_request)
 
 ASSET = {"name": "x", "kind": "tensor", "meta": json.dumps({"shape": [2]}), "data": b"\x00\x01\xff"}
 CASE = TestCase("original", "main", "{}", "x = load('x')\n", [ASSET])
@@ -68,10 +68,10 @@ def test_a_line_that_is_no_reply_is_refused(line):
 
 def test_the_worker_never_imports_the_record_type_that_holds_oracles():
     """A hostile program searches the child's memory for dicts keyed `expected_result`
-    (tests/evaluate/test_sandbox_adversarial.py, read_oracle): the worker it forks from must not even have loaded
+    (tests/core/test_sandbox_adversarial.py, read_oracle): the worker it forks from must not even have loaded
     the record type whose fields are named so."""
     import subprocess
     import sys
 
-    code = "import sys, evaluate.worker; sys.exit('evaluate.data' in sys.modules)"
+    code = "import sys, core.sandbox.worker; sys.exit('core.records' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0

@@ -1,4 +1,5 @@
-"""A warm sandbox worker: `python -m evaluate.worker [--uid N]`, started by `evaluate.sandbox.Sandbox`, never by hand.
+"""A warm sandbox worker: `python -m core.sandbox.worker [--uid N]`, started by `core.sandbox.harness.Sandbox`,
+never by hand.
 
 It imports each scenario's world once (torch, servers), then serves jobs read as JSON lines on stdin. Every job
 runs in a forked child that starts a new session (so the whole group can be killed), drops the worker's shared
@@ -30,7 +31,7 @@ namespace, the world restored to what they left (`_run_batch`).
 In every mode the worker is not dumpable (a program cannot open /proc/<worker>/fd/* to write into the protocol,
 nor read its memory), is a child subreaper (what a program leaves behind comes back to it and is killed before
 the reply), and each child gets PR_SET_PDEATHSIG so that it dies with its worker. The primitives behind all this
-(namespaces, mounts, the jail, the uid drop, limits, reaping) are in `evaluate.containment`; this module is the
+(namespaces, mounts, the jail, the uid drop, limits, reaping) are in `core.sandbox.containment`; this module is the
 job protocol and the child's execution.
 """
 
@@ -51,40 +52,40 @@ import tempfile
 import time
 import traceback
 
-from evaluate import tempdirs
-from evaluate.containment import (
-    CLONE_NEWNET,
-    JAIL,
-    MB,
-    NONE,
-    PR_SET_CHILD_SUBREAPER,
-    PR_SET_DUMPABLE,
-    PR_SET_NO_NEW_PRIVS,
-    PR_SET_PDEATHSIG,
-    UID,
-    Jail,
-    apply_limits,
-    children,
-    drop_privileges,
-    drop_shared_memory,
-    kill_group,
-    loopback_up,
-    prctl,
-    reap_leftovers,
-    unshare,
-)
-from evaluate.statuses import (
-    CHILD_STATUSES,
-    CRASH,
-    EXECUTION_ERROR,
-    OK,
-    RESULT_ERROR,
-    SETUP_ERROR,
-    SYNTAX_ERROR,
-    TIMEOUT,
-)
-from evaluate.protocol import (REPORT_KEYS, BatchRequest, EpisodeRequest, Limits, Request, TraceRequest, decode_request,
-                               encode_reply)
+from core.sandbox import tempdirs
+from core.sandbox.containment import (
+                                      CLONE_NEWNET,
+                                      JAIL,
+                                      MB,
+                                      NONE,
+                                      PR_SET_CHILD_SUBREAPER,
+                                      PR_SET_DUMPABLE,
+                                      PR_SET_NO_NEW_PRIVS,
+                                      PR_SET_PDEATHSIG,
+                                      UID,
+                                      Jail,
+                                      apply_limits,
+                                      children,
+                                      drop_privileges,
+                                      drop_shared_memory,
+                                      kill_group,
+                                      loopback_up,
+                                      prctl,
+                                      reap_leftovers,
+                                      unshare,
+                                      )
+from core.sandbox.protocol import (REPORT_KEYS, BatchRequest, EpisodeRequest, Limits, Request, TraceRequest,
+                                   decode_request, encode_reply)
+from core.statuses import (
+                           CHILD_STATUSES,
+                           CRASH,
+                           EXECUTION_ERROR,
+                           OK,
+                           RESULT_ERROR,
+                           SETUP_ERROR,
+                           SYNTAX_ERROR,
+                           TIMEOUT,
+                           )
 from scenarios import get_scenario, load_world
 from scenarios.base import canonical_json
 from scenarios.calling import Tracer, run_calls, setup_handles, submitted
@@ -415,7 +416,7 @@ class Runner:
     def short_of_space(self) -> str | None:
         """Whether the disk of this worker's files or of the test cases' folders is (nearly) full, said after every
         job: there a program's own writes, its output and the session service's database fail, so its verdict
-        would be the disk's. The harness stops the run on it (`evaluate.sandbox.DiskFull`); None when not."""
+        would be the disk's. The harness stops the run on it (`core.sandbox.harness.DiskFull`); None when not."""
         for folder in {self.home, tempdirs.root()}:
             try:
                 st = os.statvfs(folder)

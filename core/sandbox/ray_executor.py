@@ -1,14 +1,14 @@
 """Sandbox jobs on a Ray cluster: `--executor ray [--ray-address ADDR]` (the `ray` extra; imported only here).
 
 Each worker slot is a Ray actor holding one CPU. It starts the very worker program the local sandbox starts
-(`python -m evaluate.worker`, through `evaluate.sandbox._Worker`: the same scrubbed environment, JSON-lines protocol
-and containment, decided on the node it runs on), keeps it warm, and runs the batches of jobs it is sent through it
-one job at a time, replacing a worker that died exactly as the local pool does (`evaluate.sandbox.run_retrying`:
+(`python -m core.sandbox.worker`, through `core.sandbox.harness._Worker`: the same scrubbed environment, JSON-lines
+protocol and containment, decided on the node it runs on), keeps it warm, and runs the batches of jobs it is sent through it
+one job at a time, replacing a worker that died exactly as the local pool does (`core.sandbox.harness.run_retrying`:
 its job runs again on the new one). The harness side keeps every actor busy with batches, collects the `Outcome`s
 in job order, and replaces an actor that dies (its process killed, its node lost): the jobs it had in flight run
 again on the replacement, at most `RETRIES` more times, after which a job is an `infra_error` (no verdict).
 
-Every node needs the project installed (the same version), since actors import `evaluate` and start its worker.
+Every node needs the project installed (the same version), since actors import `core` and start its worker.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ import threading
 from collections import deque
 from typing import Any, Iterable
 
-from evaluate import tempdirs
-from evaluate.containment import PR_SET_DUMPABLE, prctl
-from evaluate.progress import progress
-from evaluate.sandbox import (JOIN_POLL_S, RETRIES, Executor, ExecutorError, Job, Limits, Outcome, SandboxFault,
-                              _Worker, lost, run_retrying)
-from evaluate.statuses import CRASH
+from core.progress import progress
+from core.sandbox import tempdirs
+from core.sandbox.containment import PR_SET_DUMPABLE, prctl
+from core.sandbox.harness import (JOIN_POLL_S, RETRIES, Executor, ExecutorError, Job, Limits, Outcome, SandboxFault,
+                                  _Worker, lost, run_retrying)
+from core.statuses import CRASH
 
 BATCH_MAX = 16  # jobs per call to an actor: fewer round trips, yet enough batches to share the work out evenly
 BATCHES_PER_SLOT = 4  # a run is cut into at least this many batches per actor, so no actor ends far behind

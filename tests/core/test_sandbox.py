@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from evaluate.sandbox import Job, Limits, Outcome, Sandbox
+from core.sandbox.harness import Job, Limits, Outcome, Sandbox
 from evaluate.scoring import score
 from scenarios import get_scenario
 from tests.conftest import interruptible
@@ -380,7 +380,7 @@ def test_the_harness_does_not_import_the_worker():
     import subprocess
     import sys
 
-    probe = "import sys, evaluate.sandbox, evaluate.scoring; print('evaluate.worker' in sys.modules)"
+    probe = "import sys, core.sandbox.harness, evaluate.scoring; print('core.sandbox.worker' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "False"
 
@@ -392,7 +392,7 @@ def test_a_new_sandbox_removes_folders_whose_owner_is_gone(tmp_path, monkeypatch
     import sys
     import tempfile
 
-    from evaluate import tempdirs
+    from core.sandbox import tempdirs
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
@@ -416,8 +416,8 @@ def test_ctrl_c_that_reaches_another_thread_still_stops_the_run(tmp_path):
 
     script = (
         "import signal, threading, time\n"
-        "from evaluate.sandbox import Job, Limits, Sandbox\n"
-        "from evaluate.data import TestCase\n"
+        "from core.sandbox.harness import Job, Limits, Sandbox\n"
+        "from core.records import TestCase\n"
         "case = TestCase('original', 'main', '{}', '', [])\n"
         "def interrupt():\n"
         "    time.sleep(3)\n"

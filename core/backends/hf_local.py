@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from evaluate.models import COUNTED_BY_TOKENIZER, Backend, BackendError, OnReply, Request, Sampling, Usage, missing_extra
+from core.backends import COUNTED_BY_TOKENIZER, Backend, BackendError, OnReply, Request, Sampling, Usage, missing_extra
 
 
 def locate(model: str) -> tuple[str, str | None]:

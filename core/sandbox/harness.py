@@ -1,19 +1,19 @@
 """The one way code from a task or a model is run: `Executor.run_untrusted` (`Sandbox` here, or Ray actors).
 
-The harness process never executes a program. It hands jobs to warm worker processes (`evaluate.worker`),
+The harness process never executes a program. It hands jobs to warm worker processes (`core.sandbox.worker`),
 started with a scrubbed environment (no API keys or tokens, a private HOME), which fork a contained child per
 test case. What comes back is plain JSON; comparison happens here, in the harness, on that data only.
 
 The same sandbox serves evaluate (model-written code) and the builder's oracle capture (reference programs):
 trusted code gets the same isolation of state, so oracles are captured exactly the way answers are scored.
 
-As root, each worker gets its own unprivileged uid for its jobs (see `evaluate.worker` for the jail); a worker
+As root, each worker gets its own unprivileged uid for its jobs (see `core.sandbox.worker` for the jail); a worker
 that dies is replaced, and the processes of its uid are killed from here. A reply that is not a well-formed
 answer to the job (a worker that died mid-line, a desynchronised pipe) crashes that job only: the worker is
 killed and replaced, and the run goes on.
 
-`Executor` is what the builder and scoring hold: `Sandbox` is the local one; `evaluate.ray_executor` runs the same
-`_Worker` inside Ray actors (`--executor ray`, see `evaluate.executor`).
+`Executor` is what the builder and scoring hold: `Sandbox` is the local one; `core.sandbox.ray_executor` runs the same
+`_Worker` inside Ray actors (`--executor ray`, see `core.sandbox.executor`).
 """
 
 from __future__ import annotations
@@ -32,15 +32,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from evaluate import tempdirs
-from evaluate.data import TestCase
-from evaluate.containment import PR_SET_DUMPABLE, job_uid, kill_uid, prctl
-from evaluate.progress import progress
-from evaluate.protocol import (BatchRequest, EpisodeRequest, Limits, ProgramRequest, Reply, Request, TraceRequest,
-                               WireCase, decode_reply, encode_request)
-from evaluate.statuses import CRASH, INFRA_ERROR
+from core.progress import progress
+from core.records import TestCase
+from core.sandbox import tempdirs
+from core.sandbox.containment import PR_SET_DUMPABLE, job_uid, kill_uid, prctl
+from core.sandbox.protocol import (BatchRequest, EpisodeRequest, Limits, ProgramRequest, Reply, Request, TraceRequest,
+                                   WireCase, decode_reply, encode_request)
+from core.statuses import CRASH, INFRA_ERROR
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the repository (or site-packages) holding core/ and scenarios/
 
 # Environment variables a worker keeps; everything else (API keys, tokens, cloud credentials) is dropped.
 KEEP_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
@@ -51,8 +51,8 @@ class Job:
     """One program run against one test case. `key` is the caller's label, returned unchanged.
 
     With `batch`, several programs run in turn on the test case (or each on its own, `cases`) in one child, the
-    world reset between them (see `evaluate.worker`); `code` is then unused. For the builder's own programs only (references and their mutants,
-    see `Sandbox.run_batched`): one program of a batch shares its child with the next, so untrusted answers always
+    world reset between them (see `core.sandbox.worker`); `code` is then unused. For the builder's own programs
+    only (references and their mutants, see `Sandbox.run_batched`): one program of a batch shares its child with the next, so untrusted answers always
     run alone."""
 
     key: Any
@@ -70,7 +70,7 @@ class Job:
     record: bool = True
     # For a batch of programs that begin alike (a reference's mutants, with `record` off): how many top-level
     # statements this one has in common with the reference. The batch runs those once for all its programs that
-    # share them (`evaluate.worker._run_batch`) where the world can be saved and restored.
+    # share them (`core.sandbox.worker._run_batch`) where the world can be saved and restored.
     shared: int | list[int] = 0  # a batch's job: one per program
     # A batch's job: the test case of each program, when they are not all `case` (`run_batched` puts the runs of
     # one `group` on several test cases in one batch: a fork per task rather than per test case).
@@ -80,7 +80,7 @@ class Job:
     group: Any = None
 
     def request(self, limits: Limits) -> Request:
-        """What the worker is sent for this job (`evaluate.protocol`)."""
+        """What the worker is sent for this job (`core.sandbox.protocol`)."""
         if self.batch is not None:
             # Each distinct test case once, and which one each program runs on.
             together = self.cases if self.cases is not None else [self.case] * len(self.batch)
@@ -100,13 +100,13 @@ class Job:
 @dataclass
 class Outcome:
     key: Any
-    status: str  # one of evaluate.statuses.REPLY_STATUSES
+    status: str  # one of core.statuses.REPLY_STATUSES
     result: Any = None  # canonical RESULT (plain data) when status == "ok"
     state: Any = None  # canonical side effects after the run
     error: str = ""
     output: str = ""
     seconds: float = 0.0
-    # containment, leftovers, in_api (see evaluate.worker.execute); a tool-calling episode's setup, calls, submit
+    # containment, leftovers, in_api (see core.sandbox.worker.execute); a tool-calling episode's setup, calls, submit
     extra: dict = field(default_factory=dict)
     # the program's API calls (`scenarios.trace`), when it compiled and its child reported; None otherwise
     trace: list | None = None
@@ -145,7 +145,7 @@ class _Worker:
         self._closing = threading.Lock()
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "evaluate.worker", "--folder", self.home,
+                [sys.executable, "-m", "core.sandbox.worker", "--folder", self.home,
                  *(["--uid", str(self.uid)] if self.uid is not None else [])],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
                 env=scrubbed_env(self.home), cwd=self.home, start_new_session=True,
@@ -330,8 +330,8 @@ JOIN_POLL_S = 0.2  # how often the harness thread wakes while workers run: a sig
 class Executor:
     """Where jobs run: an executor runs `Job`s and returns one `Outcome` per job, in job order.
 
-    Two implementations: `Sandbox` (this machine's warm workers, the default) and `evaluate.ray_executor.RayExecutor`
-    (the same worker program on a Ray cluster's nodes); `evaluate.executor.make_executor` picks one by name. The
+    Two implementations: `Sandbox` (this machine's warm workers, the default) and
+    `core.sandbox.ray_executor.RayExecutor` (the same worker program on a Ray cluster's nodes); `core.sandbox.executor.make_executor` picks one by name. The
     builder and scoring see only this interface, so where the work runs changes no step and no verdict.
     A subclass gives `run_untrusted` and `close`; batching and the context manager are shared.
     """

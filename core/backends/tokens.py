@@ -7,7 +7,7 @@ from __future__ import annotations
 import warnings
 from functools import lru_cache
 
-from evaluate.models import COUNTED_BY_CL100K, Usage
+from core.backends import COUNTED_BY_CL100K, Usage
 
 ENCODING = "cl100k_base"
 

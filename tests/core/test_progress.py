@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from evaluate.progress import PLAIN_EVERY_S, PlainProgress, progress
+from core.progress import PLAIN_EVERY_S, PlainProgress, progress
 
 
 class Clock:

@@ -8,8 +8,8 @@ One request type per kind of job, each a JSON line with its `kind`:
 * `BatchRequest`: several of the builder's own programs in one child, each on its test case (never answers).
 
 `encode_request` / `decode_request` and `encode_reply` / `decode_reply` are the only codec: the harness
-(`evaluate.sandbox._Worker`, which the Ray actors run too) writes requests and reads replies, the worker
-(`evaluate.worker`) reads requests and writes replies. A test case travels as a `WireCase`: its setup block and its
+(`core.sandbox.harness._Worker`, which the Ray actors run too) writes requests and reads replies, the worker
+(`core.sandbox.worker`) reads requests and writes replies. A test case travels as a `WireCase`: its setup block and its
 assets, whose bytes go base64-encoded and whose meta is decoded on arrival.
 """
 
@@ -20,7 +20,7 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Union
 
-from evaluate.statuses import REPLY_STATUSES
+from core.statuses import REPLY_STATUSES
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class WireCase:
 
     @classmethod
     def of(cls, case) -> "WireCase":
-        """From a task's test case (`evaluate.data.TestCase`, whose record type the worker never imports: no
+        """From a task's test case (`core.records.TestCase`, whose record type the worker never imports: no
         oracle's field name is in its memory) or a bare `{"setup_code", "assets"}`, assets as stored (`meta` JSON
         text)."""
         row = case if isinstance(case, dict) else case.to_row()
@@ -95,7 +95,7 @@ class EpisodeRequest:
 
 @dataclass
 class BatchRequest:
-    """Programs run in turn in one child (`evaluate.worker._run_batch`): program k on `cases[case_of[k]]`.
+    """Programs run in turn in one child (`core.sandbox.worker._run_batch`): program k on `cases[case_of[k]]`.
     `shared[k]`: how many leading top-level statements program k has in common with the others (all 0: none run
     once for several)."""
 
@@ -138,7 +138,7 @@ def decode_request(line: bytes | str) -> Request:
 # ------------------------------------------------------------------------------------------------- replies
 
 # What a child may report about a program or an episode (the worker adds the rest); anything else it wrote is
-# dropped (`evaluate.worker._checked_report`).
+# dropped (`core.sandbox.worker._checked_report`).
 REPORT_KEYS = ("status", "result", "recorded", "error", "traceback", "trace", "in_api", "setup", "calls", "submit")
 # What a reply carries besides the verdict, into `Outcome.extra`.
 EXTRA_KEYS = ("containment", "leftovers", "in_api", "setup", "calls", "submit")
@@ -148,7 +148,7 @@ EXTRA_KEYS = ("containment", "leftovers", "in_api", "setup", "calls", "submit")
 class Reply:
     """A worker's answer to one request (a batch's carries one `Reply` per program it reached, in order)."""
 
-    status: str  # one of evaluate.statuses.REPLY_STATUSES
+    status: str  # one of core.statuses.REPLY_STATUSES
     result: Any = None
     state: Any = None
     error: str = ""

@@ -15,9 +15,9 @@ import socket
 import urllib.request
 from urllib.parse import urlsplit
 
-from evaluate.models import COUNTED_BY_API, Backend, BackendError, OnMessage, OnReply
-from evaluate.models import Request, Sampling, Usage, missing_extra
-from evaluate.retry import backoff_s
+from core.backends import COUNTED_BY_API, Backend, BackendError, OnMessage, OnReply
+from core.backends import Request, Sampling, Usage, missing_extra
+from core.retry import backoff_s
 
 DEFAULT_CONCURRENCY = 32
 MAX_ATTEMPTS = 6

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from evaluate.errors import CannotWrite, cannot_write, check_writable, first_few, writing
+from core.errors import CannotWrite, cannot_write, check_writable, first_few, writing
 from tests.conftest import read_only
 
 

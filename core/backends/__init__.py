@@ -122,10 +122,10 @@ ALIASES: dict[str, Alias] = {
 }
 
 BACKENDS: Registry[type[Backend]] = Registry("backend", {
-    "reference": "evaluate.models.reference:ReferenceBackend",
-    "openai": Entry("evaluate.models.openai_api:OpenAIBackend", "openai"),
-    "vllm": Entry("evaluate.models.vllm_local:VLLMBackend", "vllm"),
-    "hf": Entry("evaluate.models.hf_local:HFBackend", "hf"),
+    "reference": "core.backends.reference:ReferenceBackend",
+    "openai": Entry("core.backends.openai_api:OpenAIBackend", "openai"),
+    "vllm": Entry("core.backends.vllm_local:VLLMBackend", "vllm"),
+    "hf": Entry("core.backends.hf_local:HFBackend", "hf"),
 })
 
 

@@ -3,7 +3,7 @@
 In the default mode it answers with the reference, fenced. In `--mode explore` it first runs the reference once in
 the scratch world (`run_code`), then answers with it. In `--mode tools` it replays the reference as tool calls:
 `scripts` holds, per task and test case, the calls the reference made there and the items of its RESULT, traced
-in the sandbox (`evaluate.worker.trace_program`); it sends one call a turn (several when the script would not fit
+in the sandbox (`core.sandbox.worker.trace_program`); it sends one call a turn (several when the script would not fit
 in `max_turns`), then `submit_result`.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import math
 
-from evaluate.models import Backend, BackendError, OnMessage, OnReply, Request, Sampling
-from evaluate.models.tokens import estimate
+from core.backends import Backend, BackendError, OnMessage, OnReply, Request, Sampling
+from core.backends.tokens import estimate
 
 RUN_CODE, SUBMIT = "run_code", "submit_result"  # evaluate.episodes' tool names (models never import the driver)
 

@@ -21,7 +21,7 @@ RAN = frozenset({PASS, RESULT_ERROR})
 OK = "ok"  # the program ran and RESULT was read; scoring then compares it with the oracle
 SETUP_ERROR = "setup_error"  # the dataset's setup block failed: the task is broken, not the answer
 CRASH = "crash"  # the worker died or answered nonsense; it is replaced and the job runs again
-# A job that still had no verdict after its retries (`evaluate.sandbox.RETRIES`): its workers kept dying. The
+# A job that still had no verdict after its retries (`core.sandbox.harness.RETRIES`): its workers kept dying. The
 # harness's failure, never the program's: a sample with it is counted apart, has no verdict and no cause, and
 # running the same command again scores it (see docs/trust.md, "When a worker dies").
 INFRA_ERROR = "infra_error"
