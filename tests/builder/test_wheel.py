@@ -15,7 +15,7 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("builder", "evaluate", "scenarios", "cards")
+PACKAGES = ("builder", "core", "evaluate", "scenarios", "cards")
 
 
 def test_a_dataset_builds_from_the_wheel(tmp_path):
@@ -46,8 +46,8 @@ def test_a_dataset_builds_from_the_wheel(tmp_path):
     assert board.returncode == 0, board.stderr[-3000:]
     assert "No validated submission yet." in (run / "board" / "index.html").read_text()  # the page template
 
-    where = subprocess.run([sys.executable, "-c", "import json, builder, cards, evaluate, scenarios; "
-                            "print(json.dumps([m.__file__ for m in (builder, cards, evaluate, scenarios)]))"],
+    where = subprocess.run([sys.executable, "-c", "import json, builder, cards, core, evaluate, scenarios; "
+                            "print(json.dumps([m.__file__ for m in (builder, cards, core, evaluate, scenarios)]))"],
                            cwd=run, env=env, capture_output=True, text=True, timeout=120, check=True)
     assert all(Path(f).is_relative_to(site) for f in json.loads(where.stdout)), where.stdout
 
