@@ -101,8 +101,7 @@ class Service:
                 process, printed = self.process, self.tail()
                 self.stop()  # what the command left running in its group too
                 raise ServiceError(f"{self.file.path}: start: {command} exited with status {process.returncode} "
-                                   f"before {url} "
-                                   f"answered; it printed: {printed}")
+                                   f"before {url} answered; it printed: {printed}")
             try:
                 answer = self.http.get(url, timeout=max(0.1, min(5.0, deadline - time.monotonic())))
                 if 200 <= answer.status_code < 300:
