@@ -1,0 +1,233 @@
+"""A running instance of the service a service file describes: start, ready, spec, reset, request, stop.
+
+`Service(file)` starts nothing; `start()` (or `with Service(file) as service:`) picks a free loopback port and a
+fresh private folder (`{dir}`, mode 0700), writes the file's `files` there, runs the start command in a process
+group of its own with its output in `{dir}/service.log`, and polls `ready` until it answers 2xx. `stop()` ends the
+whole group (SIGTERM, then SIGKILL) and removes the folder; a Service never stopped is stopped when the interpreter
+exits. A reset that is a restart starts the service again on the same port in a fresh folder, so nothing of the
+previous state survives.
+
+Everything that goes wrong raises `ServiceError`, one line: the file, what failed, and what the service printed.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import weakref
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from scenarios.rest import draws
+from scenarios.rest.openapi import Operation, parse_document, read, select
+from scenarios.rest.servicefile import ServiceFile, substitute
+
+LOG_NAME = "service.log"
+POLL_S = 0.1  # between two looks at `ready`
+STOP_TIMEOUT_S = 10.0  # after SIGTERM, before SIGKILL
+TAIL_LINES = 5  # of the service's output, in an error
+TAIL_CHARS = 400
+BODY_CHARS = 200  # of an answer's body, in an error
+
+
+class ServiceError(RuntimeError):
+    """The service could not be started, reached, reset or read; the message is one line."""
+
+
+def free_port() -> int:
+    """A loopback TCP port free at this moment."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Service:
+    def __init__(self, file: ServiceFile) -> None:
+        self.file = file
+        self.port: int | None = None  # kept across restarts
+        self.dir: Path | None = None
+        self.process: subprocess.Popen | None = None
+        self.http = requests.Session()
+        self.http.trust_env = False  # loopback: no proxy from the environment
+        self.http.headers.update(file.headers)
+        self._finalizer: weakref.finalize | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> Service:
+        return self if self.process else self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def start(self) -> Service:
+        """Start the service and wait until it is ready; ServiceError when it exits first or is never ready."""
+        if self.process is not None:
+            return self
+        self.port = self.port or free_port()
+        self.dir = Path(tempfile.mkdtemp(prefix=f"stateeval-rest-{self.file.name}-"))
+        for name, text in self.file.files.items():
+            (self.dir / name).write_text(substitute(text, self.port, str(self.dir)))
+        argv = [substitute(arg, self.port, str(self.dir)) for arg in self.file.start]
+        with open(self.dir / LOG_NAME, "wb") as log:
+            try:
+                self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                                start_new_session=True)
+            except OSError as e:
+                self.stop()
+                raise ServiceError(f"{self.file.path}: start: cannot run {shlex.join(argv)} ({e.strerror}); "
+                                   f"fix the command") from None
+        self._finalizer = weakref.finalize(self, _end, self.process, self.dir)
+        self._wait_ready(shlex.join(argv))
+        return self
+
+    def _wait_ready(self, command: str) -> None:
+        url = self.url + self.file.ready
+        deadline = time.monotonic() + self.file.ready_timeout_s
+        last = "no answer"
+        while True:
+            if _exited(self.process.pid, 0):
+                process, printed = self.process, self.tail()
+                self.stop()  # what the command left running in its group too
+                raise ServiceError(f"{self.file.path}: start: {command} exited with status {process.returncode} "
+                                   f"before {url} answered; it printed: {printed}")
+            try:
+                answer = self.http.get(url, timeout=max(0.1, min(5.0, deadline - time.monotonic())))
+                if 200 <= answer.status_code < 300:
+                    return
+                last = f"status {answer.status_code}"
+            except requests.RequestException as e:
+                last = type(e).__name__
+            if time.monotonic() >= deadline:
+                printed = self.tail()
+                self.stop()
+                raise ServiceError(f"{self.file.path}: ready: GET {url} did not answer 2xx within "
+                                   f"{self.file.ready_timeout_s:g} s (last: {last}); raise ready_timeout_s or fix "
+                                   f"the service; it printed: {printed}")
+            time.sleep(POLL_S)
+
+    def tail(self) -> str:
+        """The last lines the service printed, on one line."""
+        try:
+            lines = (self.dir / LOG_NAME).read_text(errors="replace").splitlines()
+        except (OSError, TypeError):
+            return "(no output)"
+        text = " | ".join(line.strip() for line in lines[-TAIL_LINES:] if line.strip())
+        return (text[-TAIL_CHARS:] if len(text) > TAIL_CHARS else text) or "(no output)"
+
+    def request(self, method: str, path: str, **kwargs: Any) -> requests.Response:
+        """`method` `path` on the service with the file's headers; keyword arguments as `requests` takes them
+        (params, json, data, headers, timeout: the file's request_timeout_s unless given)."""
+        if self.process is None:
+            raise ServiceError(f"{self.file.path}: {method} {path}: the service is not running; start() it first")
+        kwargs.setdefault("timeout", self.file.request_timeout_s)
+        try:
+            return self.http.request(method, self.url + path, **kwargs)
+        except requests.RequestException as e:
+            raise ServiceError(f"{self.file.path}: {method} {self.url}{path} failed ({type(e).__name__}); the "
+                               f"service printed: {self.tail()}") from None
+
+    def spec(self) -> dict:
+        """The service's OpenAPI document, from the service or the file beside the service file."""
+        if not self.file.spec_on_service:
+            try:
+                return parse_document(self.file.spec_file.read_text(), str(self.file.spec_file))
+            except OSError as e:
+                raise ServiceError(f"{self.file.path}: openapi: cannot read {self.file.spec_file} "
+                                   f"({e.strerror})") from None
+        answer = self.request("GET", self.file.openapi)
+        if not 200 <= answer.status_code < 300:
+            raise ServiceError(f"{self.file.path}: openapi: GET {self.url}{self.file.openapi} answered "
+                               f"{answer.status_code}: {_first(answer)}; give the path the service serves its "
+                               f"document at")
+        return parse_document(answer.text, f"the document at {self.url}{self.file.openapi}")
+
+    def operations(self) -> list[Operation]:
+        """The document's operations that the file's include / exclude keep."""
+        where = str(self.file.spec_file) if not self.file.spec_on_service else f"{self.file.name}'s document"
+        return select(read(self.spec(), where), self.file.include, self.file.exclude, where)
+
+    def reset(self, seed: int = 0) -> list[requests.Response]:
+        """Empty the service (its reset request, or a restart), then send the population with its placeholders
+        drawn from `seed`; the population's answers, in order."""
+        if self.file.reset_request is None:
+            self.stop()
+            self.start()
+        else:
+            method, path = self.file.reset_request
+            answer = self.request(method, path)
+            if not 200 <= answer.status_code < 300:
+                raise ServiceError(f"{self.file.path}: reset: {method} {path} answered {answer.status_code}: "
+                                   f"{_first(answer)}; fix reset (or write \"restart\")")
+        return self.populate(seed)
+
+    def populate(self, seed: int = 0) -> list[requests.Response]:
+        rng, labels, answers = random.Random(seed), {}, []
+        for i, item in enumerate(self.file.population):
+            path = str(draws.expand(item.path, rng, labels))
+            body = draws.expand(item.body, rng, labels)
+            answer = self.request(item.method, path, json=body)
+            if not 200 <= answer.status_code < 300:
+                raise ServiceError(f"{self.file.path}: population[{i}]: {item.method} {path} answered "
+                                   f"{answer.status_code}: {_first(answer)}")
+            answers.append(answer)
+        return answers
+
+    def stop(self) -> None:
+        """End the service's process group and remove its folder; safe to call twice."""
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
+        _end(self.process, self.dir)
+        self.process, self.dir = None, None
+        self.http.close()
+
+
+def _end(process: subprocess.Popen | None, folder: Path | None) -> None:
+    """SIGTERM to the process group, then SIGKILL to whatever of it is left after STOP_TIMEOUT_S or once the
+    leader has exited (a child the service started), then the leader reaped; the folder removed. The leader is
+    reaped last: until then its pid, and so the group's id, cannot be given to another process."""
+    if process is not None and process.returncode is None:
+        _signal_group(process.pid, signal.SIGTERM)
+        _exited(process.pid, STOP_TIMEOUT_S)
+        _signal_group(process.pid, signal.SIGKILL)
+        process.wait()
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _exited(pid: int, timeout: float) -> bool:
+    """Whether the child `pid` has exited, waiting up to `timeout` seconds; it is left unreaped."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return True
+        except ChildProcessError:  # reaped already
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(POLL_S / 10)
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _first(answer: requests.Response) -> str:
+    text = " ".join(answer.text[:BODY_CHARS].split())
+    return repr(text) if text else "(empty body)"

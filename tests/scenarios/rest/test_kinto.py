@@ -1,0 +1,107 @@
+"""Kinto, a real REST service, from scenarios/rest/services/kinto.toml alone: its Swagger 2.0 document, reset by its
+flush plug-in, a round trip, the population, and the dependencies buckets -> collections -> records, one of them
+confirmed live.
+
+Needs the rest extra (pip install -e ".[rest]"); skipped without it unless STATEEVAL_REQUIRE_REST is set, as
+.ci/run sets it, where a missing Kinto fails these tests instead.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+from scenarios.rest.dependencies import PATH_PREFIX, infer
+from scenarios.rest.process import Service
+from scenarios.rest.servicefile import load
+from tests.scenarios.rest.conftest import alive
+
+if importlib.util.find_spec("kinto") is None and not os.environ.get("STATEEVAL_REQUIRE_REST"):
+    pytest.skip("needs the rest extra: pip install -e '.[rest]'", allow_module_level=True)
+
+KINTO = Path(__file__).resolve().parents[3] / "scenarios" / "rest" / "services" / "kinto.toml"
+
+
+@pytest.fixture(scope="module")
+def kinto():
+    with Service(load(KINTO)) as service:
+        yield service
+
+
+@pytest.fixture(scope="module")
+def operations(kinto):
+    return {op.id: op for op in kinto.operations()}
+
+
+def test_the_spec_is_read_and_filtered(kinto, operations):
+    assert kinto.spec()["swagger"] == "2.0"
+    assert operations["create_bucket"].label == "POST /v1/buckets"
+    assert operations["update_record"].label == "PUT /v1/buckets/{bucket_id}/collections/{collection_id}/records/{id}"
+    assert operations["create_collection"].body.media_type == "application/json"
+    assert not any(op.path.startswith("/v1/__") for op in operations.values())  # excluded, the flush among them
+    assert "batch" not in operations
+
+
+def test_a_round_trip_and_a_reset_that_empties_it(kinto):
+    kinto.reset()
+    assert kinto.request("PUT", "/v1/buckets/shelf").status_code == 201
+    answer = kinto.request("POST", "/v1/buckets/shelf/collections", json={"data": {"colour": "red"}})
+    assert answer.status_code == 201
+    made = answer.json()["data"]
+    read = kinto.request("GET", f"/v1/buckets/shelf/collections/{made['id']}").json()["data"]
+    assert read == made and read["colour"] == "red"
+    populated = kinto.request("GET", "/v1/buckets").json()["data"]
+    assert "shelf" in {b["id"] for b in populated}
+    kinto.reset()
+    buckets = {b["id"] for b in kinto.request("GET", "/v1/buckets").json()["data"]}
+    assert "shelf" not in buckets and len(buckets) == 1  # only the population's bucket
+
+
+def test_the_population_is_drawn_from_the_seed(kinto):
+    def state(seed):
+        kinto.reset(seed)
+        bucket = kinto.request("GET", "/v1/buckets").json()["data"][0]["id"]
+        collection = kinto.request("GET", f"/v1/buckets/{bucket}/collections").json()["data"][0]["id"]
+        records = kinto.request("GET", f"/v1/buckets/{bucket}/collections/{collection}/records").json()["data"]
+        return bucket, collection, [(r["id"], r["title"], r["rank"]) for r in records]
+
+    assert state(3) == state(3)
+    assert state(3) != state(4)
+    assert isinstance(state(3)[2][0][2], int)
+
+
+def test_dependencies_buckets_collections_records(operations):
+    edges = {(e.producer, e.consumer, e.parameter): e for e in infer(list(operations.values()))}
+    chain = [("create_bucket", "create_collection", "bucket_id"), ("update_bucket", "create_collection", "bucket_id"),
+             ("create_collection", "create_record", "collection_id"),
+             ("update_collection", "create_record", "collection_id"), ("update_bucket", "create_record", "bucket_id"),
+             ("create_record", "get_record", "id"), ("update_record", "get_record", "id")]
+    for key in chain:
+        assert key in edges, key
+        assert edges[key].reason == PATH_PREFIX and edges[key].location == "path"
+    assert edges[("update_bucket", "create_collection", "bucket_id")].field == "$request.path.id"
+    # Kinto's answers declare `data` without its fields: where a POST's new id is has to be found live
+    assert edges[("create_bucket", "create_collection", "bucket_id")].field is None
+
+
+def test_an_inferred_edge_holds_live(kinto, operations):
+    """update_bucket's path id feeds create_collection's bucket_id: a bucket made by PUT takes collections."""
+    kinto.reset()
+    edge = next(e for e in infer(list(operations.values()))
+                if (e.producer, e.consumer) == ("update_bucket", "create_collection"))
+    assert edge.field == "$request.path.id"
+    assert kinto.request("PUT", "/v1/buckets/made-here").status_code == 201
+    path = operations["create_collection"].path.replace("{" + edge.parameter + "}", "made-here")
+    assert kinto.request("POST", path, json={"data": {}}).status_code == 201
+    assert kinto.request("POST", path.replace("made-here", "never-made"), json={"data": {}}).status_code == 403
+
+
+def test_stopping_leaves_no_process(tmp_path):
+    service = Service(load(KINTO)).start()
+    pid = service.process.pid
+    assert alive(pid)
+    service.stop()
+    assert not alive(pid)
