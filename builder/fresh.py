@@ -35,7 +35,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from builder.frontier import FrontierProgram
 from builder.stats import RESULT, analyse
 from core.records import DatasetError, TaskRecord, load_tasks
 
@@ -167,9 +166,8 @@ class TaskView:
     @classmethod
     def of_draft(cls, d) -> "TaskView":
         texts = list(d.instructions.values())
-        frontier = isinstance(d.program, FrontierProgram)
-        return cls(d.task_id, d.scenario, d.program.reference_code(), d.cases[0].setup_code,
-                   [] if frontier else [c.api for c in d.program.all_calls], [t for t in texts if t])
+        return cls(d.task_id, d.scenario, d.program.reference_code(), d.cases[0].setup_code, d.program.static_calls(),
+                   [t for t in texts if t])
 
 
 def static_calls(t: TaskRecord) -> list[str]:

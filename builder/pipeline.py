@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import json
 import re
 import sys
 import time
@@ -28,9 +27,9 @@ from builder.dataset import check_out, finish_dataset, write_shard
 from builder.fuzz import CoverageRecorder, NoValidCall
 from builder.mutate import analyse_mutants
 from builder.stats import Table1, exact_mean, format_table
-from builder.program import Assignment, Program, generate_program
+from builder.base import BaseProgram
+from builder.program import generate_program
 from builder import frontier
-from builder.frontier import FrontierProgram
 from builder.agents import AgentTranslator
 from builder import facts
 from builder.translate import Item, TemplateTranslator
@@ -39,7 +38,7 @@ from core.progress import progress
 from core.sandbox.executor import make_executor
 from core.sandbox.harness import Executor, Job, Limits, require_verdicts
 from scenarios import get_scenario
-from scenarios.base import FRONTIER, VARIANTS, State, canonical_json
+from scenarios.base import FRONTIER, VARIANTS, canonical_json
 from scenarios.trace import stored
 
 
@@ -47,7 +46,7 @@ from scenarios.trace import stored
 class Draft:
     task_id: str
     scenario: str
-    program: Program
+    program: BaseProgram
     index: int = 0  # the program's number in its scenario (the task id's digits)
     instructions: dict[str, str] = field(default_factory=dict)  # variant -> instruction
     translation: dict = field(default_factory=dict)  # per variant: rounds and verdict
@@ -72,47 +71,9 @@ def translation_cache(config: BuildConfig) -> Path:
     return out.parent / f".{out.name}-cache" / f"translate-{safe}.jsonl"
 
 
-def make_cases(program: Program, config: BuildConfig, index: int) -> list[TestCase]:
-    """One test case per path through the program (the original, its flipped-condition twin, or one per constant
-    assignment when splits nest; a dead else branch has none), and `config.redraws` cases of freshly drawn values
-    (cycling through those assignments), so that no single input decides a verdict. A frontier program has one
-    population per profile instead (`builder/frontier.py`), each drawn afresh."""
-    if isinstance(program, FrontierProgram):
-        return [_population_case(program, profile, rng_for(config, program.scenario.name, index, f"world-{profile}"),
-                                 profile) for profile in program.plan.profiles]
-    decl = program.declarations()
-    assignments = program.assignments()
-    cases = [_case(program, decl, a.name, a) for a in assignments]
-    for k in range(config.redraws):
-        state = program.scenario.redraw(decl, rng_for(config, program.scenario.name, index, f"redraw-{k}"))
-        cases.append(_case(program, state, f"redrawn-{k + 1}", assignments[k % len(assignments)]))
-    return cases
-
-
-def probe_cases(program: Program, config: BuildConfig, index: int) -> list[TestCase]:
-    """More inputs of fresh values, for mutants that survive the test cases (see builder/mutate.py)."""
-    if isinstance(program, FrontierProgram):
-        profiles = program.plan.profiles
-        return [_population_case(program, profiles[1 + k % (len(profiles) - 1)],
-                                 rng_for(config, program.scenario.name, index, f"probe-{k}"), f"probe-{k + 1}")
-                for k in range(config.probes)]
-    decl = program.declarations()
-    assignments = program.assignments()
-    return [_case(program, program.scenario.redraw(decl, rng_for(config, program.scenario.name, index, f"probe-{k}")),
-                  f"probe-{k + 1}", assignments[k % len(assignments)])
-            for k in range(config.probes)]
-
-
-def _population_case(program: FrontierProgram, profile: str, rng, name: str) -> TestCase:
-    state = program.population(profile, rng)
-    return TestCase(name, "main", canonical_json({}), program.scenario.setup_code(state, {}),
-                    [a.to_record() for a in state.assets.values()])
-
-
-def _case(program: Program, state: State, name: str, assignment: Assignment) -> TestCase:
-    constants = assignment.constants
-    return TestCase(name, assignment.branch, canonical_json(constants), program.scenario.setup_code(state, constants),
-                    [a.to_record() for a in state.assets.values()])
+def make_cases(program: BaseProgram, config: BuildConfig, index: int) -> list[TestCase]:
+    """The test cases of the program numbered `index` in its scenario (`BaseProgram.test_cases`)."""
+    return program.test_cases(config, index)
 
 
 @dataclass
@@ -158,8 +119,9 @@ class Fuzzer:
                 rejections[f"{self.scenario}: duplicate program"] += 1
                 continue
             self.seen.add(key)
-            if config.tier != FRONTIER and min(len(p) for p in program.paths()) < config.calls_per_path:
-                rejections[f"{self.scenario}: too few API calls"] += 1
+            unfit = program.unfit(config)
+            if unfit:
+                rejections[f"{self.scenario}: {unfit}"] += 1
                 continue
             drafts.append(Draft(f"{self.scenario}-{i:04d}", self.scenario, program, index=i, cases=cases))
         bar.close()
@@ -263,7 +225,7 @@ def capture_oracles(drafts: list[Draft], sandbox: Executor, rejections: Counter)
     """Run every reference twice per test case; keep tasks whose runs all succeed and agree.
 
     The path a branching program takes on each test case is read off the program itself, by running it with each
-    path's RESULT replaced by the path's label (`Program.path_probe`): a redrawn input may take any path, and
+    path's RESULT replaced by the path's label (`BaseProgram.path_probe`): a redrawn input may take any path, and
     mutation analysis skips a mutant on a case whose path does not pass its change (`mutate.reaches`), so the
     label of every case is what a run gave. The runs of one task share a child (`Executor.run_batched`), the world
     reset between them: one fork per task rather than one per test case.
@@ -306,10 +268,7 @@ def take_oracle(case: TestCase, first, second) -> str | None:
 
 def to_record(d: Draft, config: BuildConfig) -> TaskRecord:
     p = d.program
-    api_calls, api_doc = [c.api for c in p.all_calls], p.scenario.api_doc()
-    if isinstance(p, FrontierProgram):  # what the reference did on the original input, loops and pages unrolled
-        api_calls = [c["api"] for c in json.loads(d.cases[0].trace)["calls"]]
-        api_doc = p.scenario.api_doc(FRONTIER)
+    api_calls = p.recorded_calls(d.cases[0])
     return TaskRecord(
         task_id=d.task_id,
         scenario=d.scenario,
@@ -318,7 +277,7 @@ def to_record(d: Draft, config: BuildConfig) -> TaskRecord:
         instruction_vague=d.instructions["vague"],
         facts=[f.describe() for f in d.facts],
         setup_code=d.cases[0].setup_code,
-        api_doc=api_doc,
+        api_doc=p.api_doc(),
         reference_program=p.reference_code(),
         test_cases=d.cases,
         api_calls=api_calls,
@@ -326,7 +285,7 @@ def to_record(d: Draft, config: BuildConfig) -> TaskRecord:
         path_depth=p.path_depth(),
         binding_count=p.binding_count(),
         has_branch=p.has_branch,
-        levers=p.levers() if isinstance(p, FrontierProgram) else [],
+        levers=p.levers(),
         notes="; ".join(p.notes),
         seed=config.seed,
         created_at=config.created_at,
