@@ -27,8 +27,12 @@ from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from builder.base import BaseProgram
+from builder.config import rng_for
+from builder.oracles import capture
 from builder.program import COND
 from core.sandbox.harness import Job, require_verdicts
+from evaluate.scoring import judge_case
+from scenarios import get_scenario
 from scenarios.grammar import BRANCHES, MUST_KILL
 
 OPERATORS = ("drop_call", "skip_call", "other_api", "argument", "swap_args", "variable", "condition", "result")
@@ -413,9 +417,6 @@ def _variable_mutants(stmt: ast.stmt, line: str, edit, types: dict[str, str], sc
 def analyse_mutants(drafts: list, sandbox, config, rejections: Counter) -> list:
     """Mutation analysis of every draft (oracles captured): record its score, strengthen it with probe inputs
     that kill a survivor, drop it when a call is dead (counted as `weak_oracle`)."""
-    from builder.config import rng_for
-    from builder.pipeline import take_oracle
-
     plans = [mutants(d.program, config.mutants, rng_for(config, d.scenario, d.index, "mutants")) for d in drafts]
     alive = {(d_i, m_i) for d_i, ms in enumerate(plans) for m_i, m in enumerate(ms) if not m.undefined}
     for c_i in range(max((len(d.cases) for d in drafts), default=0)):  # cheapest first: most die on case 0
@@ -423,27 +424,16 @@ def analyse_mutants(drafts: list, sandbox, config, rejections: Counter) -> list:
                          and reaches(plans[k[0]][k[1]], drafts[k[0]].cases[c_i]))
         alive -= _killed(sandbox, drafts, plans, {k: drafts[k[0]].cases[c_i] for k in pending}, f"mutants {c_i + 1}")
 
-    # Probe inputs, only for tasks that still have a survivor: on each probe the reference runs twice (its outputs
-    # must agree) and its path is read as on the test cases, then the survivors run on it. A probe joins the task's
-    # test cases when it kills a survivor of the probes before it. All probes run at once, in two rounds of jobs,
-    # rather than probe by probe: survivors are few, and eight rounds of a few jobs left the workers mostly idle.
+    # Probe inputs, only for tasks that still have a survivor: each gets its oracle and path as a test case does
+    # (`builder/oracles.py`), then the survivors run on it. A probe joins the task's test cases when it kills a
+    # survivor of the probes before it. All probes run at once, in two rounds of jobs, rather than probe by probe:
+    # survivors are few, and eight rounds of a few jobs left the workers mostly idle.
     wanted = sorted({k[0] for k in alive})
     probes = {d_i: drafts[d_i].program.probe_cases(config, drafts[d_i].index) for d_i in wanted}
-    runs = [Job((d_i, p_i, run), drafts[d_i].scenario, drafts[d_i].program.reference_code(), probe, group=d_i)
-            for d_i in wanted for p_i, probe in enumerate(probes[d_i]) for run in range(2)]
-    runs += [Job((d_i, p_i, "branch"), drafts[d_i].scenario, drafts[d_i].program.path_probe(), probe, group=d_i)
-             for d_i in wanted if drafts[d_i].program.has_branch for p_i, probe in enumerate(probes[d_i])]
-    by_key = {o.key: o for o in require_verdicts(sandbox.run_batched(runs, desc="probe inputs" if runs else None))}
-    usable = {}
-    for d_i in wanted:
-        for p_i, probe in enumerate(probes[d_i]):
-            path = by_key.get((d_i, p_i, "branch"))
-            if path is not None:
-                if path.status != "ok":
-                    continue
-                probe.branch = path.result[0]
-            if take_oracle(probe, by_key[(d_i, p_i, 0)], by_key[(d_i, p_i, 1)]) is None:
-                usable[d_i, p_i] = probe
+    read = capture(sandbox, [(d_i, drafts[d_i].scenario, drafts[d_i].program, probes[d_i]) for d_i in wanted],
+                   "probe inputs")
+    usable = {(d_i, p_i): probe for d_i, reasons in zip(wanted, read)
+              for p_i, (probe, reason) in enumerate(zip(probes[d_i], reasons)) if reason is None}
     on_probes = {(*k, p_i): usable[k[0], p_i] for k in sorted(alive) for p_i in range(config.probes)
                  if (k[0], p_i) in usable}
     killed_on = _killed(sandbox, drafts, plans, on_probes, "probes")
@@ -510,9 +500,6 @@ def _killed(sandbox, drafts: list, plans: list, cases: dict, desc: str) -> set:
     one child runs with the world reset between mutants. One fork instead of one per mutant; a job that gives no
     verdict for some mutants (out of time on a loaded machine, a child that died) has those run one by one.
     """
-    from evaluate.scoring import judge_case
-    from scenarios import get_scenario
-
     def alone(k) -> Job:
         mutant = plans[k[0]][k[1]]
         return Job(k, drafts[k[0]].scenario, mutant.code, cases[k], record=False, shared=mutant.shared, group=k[0])
@@ -565,8 +552,6 @@ def _decided(scenario: str, mutant: Mutant, case) -> bool | None:
     """Whether the test case kills a mutant whose outputs are the reference's with RESULT rearranged
     (`Mutant.result_items`), read off the reference's outputs on it; None when it has to run. Its side effects are
     the reference's, so only RESULT can tell it apart."""
-    from scenarios import get_scenario
-
     if not RESULTS_FROM_REFERENCE or mutant.result_items is None or case.expected_result is None:
         return None
     expected = json.loads(case.expected_result)

@@ -24,8 +24,11 @@ from builder import __version__
 from builder.config import BuildConfig, rng_for
 from builder.checkpoint import CHECKPOINT, Checkpoint, exclusive
 from builder.dataset import check_out, finish_dataset, write_shard
+from builder.draft import Draft, keep
+from builder.fresh import FreshSplit, prepare
 from builder.fuzz import CoverageRecorder, NoValidCall
 from builder.mutate import analyse_mutants
+from builder.oracles import capture_oracles
 from builder.stats import Table1, exact_mean, format_table
 from builder.base import BaseProgram
 from builder.program import generate_program
@@ -36,24 +39,9 @@ from builder.translate import Item, TemplateTranslator
 from core.records import TaskRecord, TestCase
 from core.progress import progress
 from core.sandbox.executor import make_executor
-from core.sandbox.harness import Executor, Job, Limits, require_verdicts
+from core.sandbox.harness import Executor, Limits
 from scenarios import get_scenario
-from scenarios.base import FRONTIER, VARIANTS, canonical_json
-from scenarios.trace import stored
-
-
-@dataclass
-class Draft:
-    task_id: str
-    scenario: str
-    program: BaseProgram
-    index: int = 0  # the program's number in its scenario (the task id's digits)
-    instructions: dict[str, str] = field(default_factory=dict)  # variant -> instruction
-    translation: dict = field(default_factory=dict)  # per variant: rounds and verdict
-    cases: list[TestCase] = field(default_factory=list)
-    mutation: dict = field(default_factory=dict)
-
-    facts: list = field(default_factory=list)  # what the oracle depends on (builder/facts.py)
+from scenarios.base import FRONTIER, VARIANTS
 
 
 def get_translator(config: BuildConfig):
@@ -150,18 +138,6 @@ ACCEPTED = ("template", "OK")
 FACT_LOST = "translation leaves out a fact the oracle checks"  # the rejection reason, after the variant
 
 
-def keep(items: list, reason, rejections: Counter, scenario=lambda item: item.scenario) -> list:
-    """The items `reason(item)` finds nothing against; each other one is counted under "<scenario>: <reason>"."""
-    kept = []
-    for item in items:
-        why = reason(item)
-        if why:
-            rejections[f"{scenario(item)}: {why}"] += 1
-        else:
-            kept.append(item)
-    return kept
-
-
 def translate(config: BuildConfig, drafts: list[Draft], rejections: Counter, translator=None) -> list[Draft]:
     """Every instruction variant of every draft. A task is dropped when a variant is not accepted (an LLM
     evaluator's verdict) or leaves out a fact its oracle depends on (`builder/facts.py`), counted by reason.
@@ -219,51 +195,6 @@ def filter_leaks(drafts: list[Draft], rejections: Counter) -> list[Draft]:
         return None
 
     return keep(drafts, reason, rejections)
-
-
-def capture_oracles(drafts: list[Draft], sandbox: Executor, rejections: Counter) -> list[Draft]:
-    """Run every reference twice per test case; keep tasks whose runs all succeed and agree.
-
-    The path a branching program takes on each test case is read off the program itself, by running it with each
-    path's RESULT replaced by the path's label (`BaseProgram.path_probe`): a redrawn input may take any path, and
-    mutation analysis skips a mutant on a case whose path does not pass its change (`mutate.reaches`), so the
-    label of every case is what a run gave. The runs of one task share a child (`Executor.run_batched`), the world
-    reset between them: one fork per task rather than one per test case.
-    """
-    jobs = [Job((d_i, c_i, run), d.scenario, d.program.reference_code(), case, group=d_i)
-            for d_i, d in enumerate(drafts) for c_i, case in enumerate(d.cases) for run in range(2)]
-    jobs += [Job((d_i, c_i, "branch"), d.scenario, d.program.path_probe(), case, group=d_i)
-             for d_i, d in enumerate(drafts) if d.program.has_branch for c_i, case in enumerate(d.cases)]
-    by_key = {o.key: o for o in require_verdicts(sandbox.run_batched(jobs, desc="capture oracles"))}
-
-    def reason(item: tuple[int, Draft]) -> str | None:
-        d_i, d = item
-        for c_i, case in enumerate(d.cases):
-            failed = take_oracle(case, by_key[(d_i, c_i, 0)], by_key[(d_i, c_i, 1)])
-            if failed:
-                return f"reference {failed}" + (f" on the {case.name} input" if case.name != "original" else "")
-            probe = by_key.get((d_i, c_i, "branch"))
-            if probe is not None:
-                if probe.status != "ok":
-                    return f"reference {probe.status} on the {case.name} input"
-                case.branch = probe.result[0]
-        return None
-
-    return [d for _, d in keep(list(enumerate(drafts)), reason, rejections, scenario=lambda item: item[1].scenario)]
-
-
-def take_oracle(case: TestCase, first, second) -> str | None:
-    """Fill `case`'s expected outputs and the reference's API-call trace from two runs of the reference; the reason
-    they cannot be used, if any."""
-    bad = next((o for o in (first, second) if o.status != "ok"), None)
-    if bad:
-        return bad.status
-    if canonical_json([first.result, first.state]) != canonical_json([second.result, second.state]):
-        return "differs between two runs"
-    case.expected_result = canonical_json(first.result)
-    case.expected_state = None if first.state is None else canonical_json(first.state)
-    case.trace = None if first.trace is None else stored(first.trace)
-    return None
 
 
 def to_record(d: Draft, config: BuildConfig) -> TaskRecord:
@@ -363,7 +294,7 @@ class Run:
     checked in the sandbox and written `config.shard_size` tasks to a shard, then dropped; what the report and
     the card need is tallied as they pass. `state()` is what the checkpoint saves after each shard."""
 
-    def __init__(self, config: BuildConfig, checkpoint: Checkpoint, fresh=None):
+    def __init__(self, config: BuildConfig, checkpoint: Checkpoint, fresh: FreshSplit | None = None):
         self.config, self.checkpoint, self.fresh = config, checkpoint, fresh
         state = checkpoint.state
         self.rejections = Counter(state.get("rejections", {}))
@@ -470,8 +401,6 @@ def build(config: BuildConfig, overwrite: bool = False) -> dict:
     check_out(out)
     fresh = None
     if config.against:  # a fresh split: a seed no previous release used, and the overlap step
-        from builder.fresh import prepare
-
         fresh = prepare(config)
     with exclusive(out):
         checkpoint = Checkpoint.open(config, overwrite)
