@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from builder import facts
+from builder.config import parse_spec
 from builder.translate import Item, Translation
 from core.backends import Backend, Request, Sampling, get_backend
 from core.backends.cache import GenerationCache, prompt_key
@@ -83,14 +84,6 @@ class Job:
     instruction: str = ""
     rounds: int = 0
     verdict: str = ""  # OK, IMPOSSIBLE, or "" while pending / when no OK came
-
-
-def parse_spec(spec: str) -> tuple[str, str]:
-    """`openai:MODEL`, `vllm:MODEL`, `hf:PATH` -> (backend, model)."""
-    backend, sep, model = spec.partition(":")
-    if not sep or backend not in ("openai", "vllm", "hf") or not model:
-        raise ValueError(f"translator {spec!r} is not 'template', openai:MODEL, vllm:MODEL or hf:PATH")
-    return backend, model
 
 
 def clean_instruction(reply: str) -> str:

@@ -86,8 +86,6 @@ class BuildConfig:
         if self.max_rounds < 1:
             raise ValueError("--max-rounds must be at least 1")
         if self.translator != "template":
-            from builder.agents import parse_spec
-
             parse_spec(self.translator)  # a clear ValueError for a malformed spec, before any work
         if self.recency < 0:
             raise ValueError("--recency must be 0 or more (0 turns the preference off)")
@@ -117,6 +115,14 @@ class BuildConfig:
         if self.tier == PAPER:  # a paper build's manifest stays what it was before tiers had names
             del saved["tier"]
         return {**saved, "difficulty": self.difficulty()}
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    """`openai:MODEL`, `vllm:MODEL`, `hf:PATH` -> (backend, model)."""
+    backend, sep, model = spec.partition(":")
+    if not sep or backend not in ("openai", "vllm", "hf") or not model:
+        raise ValueError(f"translator {spec!r} is not 'template', openai:MODEL, vllm:MODEL or hf:PATH")
+    return backend, model
 
 
 def rng_for(config: BuildConfig, scenario: str, index: int, purpose: str) -> random.Random:

@@ -8,18 +8,18 @@ reader recover:
 * the role of each split's constant (`condition`): the sentence that names `COND` also says how it is compared;
 * what `RESULT` holds on every path, in order (`result`).
 
-`required(program)` derives these from the program alone, so the check does not trust the translator. `missing`
-reads a text against them, given how that text refers to each result (`refs`: the translator reports the phrase
-it used for every variable; the `steps` variant uses the variable names themselves). An LLM translator's text is
-checked the same way for inputs, values and conditions; its evaluator agent is handed the same fact list.
+`required(program)` gives these as each kind of program derives them from itself (`BaseProgram.required_facts`:
+the paper program's from its calls, splits and paths, a frontier program's from its steps), so the check does not
+trust the translator. `missing` reads a text against them, given how that text refers to each result (`refs`: the
+translator reports the phrase it used for every variable; the `steps` variant uses the variable names themselves).
+An LLM translator's text is checked the same way for inputs, values and conditions; its evaluator agent is handed
+the same fact list.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-
-from builder.program import Program
 
 # How a text may state each comparison: one of these in the sentence that names the constant.
 RELATIONS = {
@@ -48,31 +48,9 @@ class Fact:
         return f"{self.what}: {self.forms[0]}"
 
 
-def required(program: Program) -> list[Fact]:
-    """Every fact the oracle of `program` depends on, from the program alone."""
-    if hasattr(program, "required_facts"):  # a frontier program: its steps state their own (builder/frontier.py)
-        return program.required_facts()
-    scenario = program.scenario
-    apis = {a.name: a for a in scenario.apis}
-    inits = set(program.declarations().inits)
-    facts: list[Fact] = []
-    seen: set[str] = set()
-    for call in program.all_calls:
-        for name in call.inputs:
-            if name in inits and name not in seen:
-                seen.add(name)
-                facts.append(Fact("input", f"the setup variable `{name}`", (f"`{name}`",)))
-        for key, forms in apis[call.api].values(call).items():
-            facts.append(Fact("value", f"{call.api}: {key}", tuple(forms)))
-    for split in program.splits():
-        c = f"`{split.name}`"
-        forms = tuple(f.format(c=c) for f in RELATIONS[split.condition.op])
-        facts.append(Fact("condition", f"the branch: {split.condition.phrase.replace('COND', c)}", forms,
-                          (split.name,)))
-    for leaf in program.leaves():
-        names = tuple(leaf.path.result_vars(scenario))
-        facts.append(Fact("result", f"RESULT on the {leaf.label} path", (), names))
-    return facts
+def required(program) -> list[Fact]:
+    """Every fact the oracle of `program` (a `builder.base.BaseProgram`) depends on, from the program alone."""
+    return program.required_facts()
 
 
 def _sentences(text: str) -> list[str]:

@@ -35,7 +35,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from builder.frontier import FrontierProgram
+from builder.draft import Draft, keep
 from builder.stats import RESULT, analyse
 from core.records import DatasetError, TaskRecord, load_tasks
 
@@ -165,11 +165,10 @@ class TaskView:
                    [text for text in texts if text])
 
     @classmethod
-    def of_draft(cls, d) -> "TaskView":
+    def of_draft(cls, d: Draft) -> "TaskView":
         texts = list(d.instructions.values())
-        frontier = isinstance(d.program, FrontierProgram)
-        return cls(d.task_id, d.scenario, d.program.reference_code(), d.cases[0].setup_code,
-                   [] if frontier else [c.api for c in d.program.all_calls], [t for t in texts if t])
+        return cls(d.task_id, d.scenario, d.program.reference_code(), d.cases[0].setup_code, d.program.static_calls(),
+                   [t for t in texts if t])
 
 
 def static_calls(t: TaskRecord) -> list[str]:
@@ -233,10 +232,8 @@ class FreshSplit:
     matched: Counter = field(default_factory=Counter)  # by every reason a dropped task matched
     warning: str | None = None
 
-    def drop_overlaps(self, drafts: list, rejections: Counter) -> list:
-        from builder.pipeline import keep
-
-        def reason(d) -> str | None:
+    def drop_overlaps(self, drafts: list[Draft], rejections: Counter) -> list[Draft]:
+        def reason(d: Draft) -> str | None:
             self.checked += 1
             reasons = self.index.reasons(TaskView.of_draft(d))
             if not reasons:

@@ -1,20 +1,27 @@
 """The frontier tier's programs: a scenario's steps of the frontier grammar (`scenarios/grammar.py`), put together
-into one program with the interface the build pipeline uses (`builder/pipeline.py`).
+into one program of the program interface (`builder/base.py`).
 
 A `FrontierProgram` stands where a `builder.program.Program` stands: it gives the reference code, its test inputs
 (one population per profile, drawn afresh), its instruction in each variant (`render`), the facts the oracle
 depends on (`required_facts`), its mutants (`mutants`: each construct's own, plus dropped and swapped RESULT
 items and another collection), and the numbers of Table I. It has no if/else on a constant: its control flow is
-driven by what the world holds, so every test input takes the path the data sends it on (`branch` "main").
+driven by what the world holds, so every test input takes the path the data sends it on (`branch` "main"). Its
+loops and pages make many calls per statement, so its record lists the calls the reference made on the original
+input (`recorded_calls`), and it names what it must get right (`levers`).
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import random
 from dataclasses import dataclass, field
 
-from builder.translate import PROSE_RESULTS, PROSE_RESULT_ONE, Rendered, _sentence
+from builder.base import BaseProgram, OwnMutant, Rendered, make_case
+from builder.config import BuildConfig, rng_for
+from builder.facts import Fact
+from builder.translate import PROSE_RESULTS, PROSE_RESULT_ONE, _sentence
+from core.records import TestCase
 from scenarios.base import FRONTIER, Call, State
 from scenarios.grammar import Mutation, Plan, Result
 
@@ -23,12 +30,12 @@ RESULT_STEPS = ("set `RESULT` to the list of {items}, in this order",
 
 
 @dataclass
-class FrontierProgram:
+class FrontierProgram(BaseProgram):
     plan: Plan
     notes: list[str] = field(default_factory=list)
 
     tier = FRONTIER
-    has_branch = False
+    shared_runs = False  # its objects (a model, an optimizer) are not copied between runs: each mutant runs alone
 
     @property
     def scenario(self):
@@ -43,6 +50,21 @@ class FrontierProgram:
     def population(self, profile: str, rng: random.Random) -> State:
         return self.plan.population(rng, profile)
 
+    def test_cases(self, config: BuildConfig, index: int) -> list[TestCase]:
+        """One population per profile of the plan, each drawn afresh."""
+        return [self._population_case(profile, rng_for(config, self.scenario.name, index, f"world-{profile}"),
+                                      profile) for profile in self.plan.profiles]
+
+    def probe_cases(self, config: BuildConfig, index: int) -> list[TestCase]:
+        """`config.probes` more populations, of the profiles after the first in turn."""
+        profiles = self.plan.profiles
+        return [self._population_case(profiles[1 + k % (len(profiles) - 1)],
+                                      rng_for(config, self.scenario.name, index, f"probe-{k}"), f"probe-{k + 1}")
+                for k in range(config.probes)]
+
+    def _population_case(self, profile: str, rng: random.Random, name: str) -> TestCase:
+        return make_case(self.scenario, name, self.population(profile, rng), {})
+
     # ------------------------------------------------------------------------------------------------ code
 
     def reference_code(self) -> str:
@@ -55,6 +77,10 @@ class FrontierProgram:
 
     def paths(self) -> list[list[Call]]:
         return [self.all_calls]
+
+    def recorded_calls(self, case: TestCase) -> list[str]:
+        """What the reference called on `case`, loops and pages unrolled (its trace)."""
+        return [c["api"] for c in json.loads(case.trace)["calls"]]
 
     def levers(self) -> list[str]:
         """What the program must get right, over its steps: pagination, versions, lookups, loops, ..."""
@@ -100,9 +126,7 @@ class FrontierProgram:
             lines.append(" ".join(sentences + [_sentence(end)]))
         return Rendered("\n".join(lines), refs)
 
-    def required_facts(self) -> list:
-        from builder.facts import Fact
-
+    def required_facts(self) -> list[Fact]:
         out, seen = [], set()
         for step in self.plan.steps:
             for kind, what, forms in step.facts:
@@ -128,9 +152,8 @@ class FrontierProgram:
             out.append(Mutation("result", line, f"RESULT = [{', '.join(swapped)}]\n"))
         return out + list(self.plan.literal_mutations)
 
-    def mutants(self) -> list[tuple[str, str, str, tuple[int, ...] | None]]:
-        """(operator, change, code, RESULT items) of every distinct mutant; the items (positions in the
-        reference's RESULT) only for a mutant that changes RESULT alone."""
+    def mutants(self) -> list[OwnMutant]:
+        """Every distinct mutant of `mutations()`; the RESULT items only for a mutant that changes RESULT alone."""
         reference = self.reference_code()
         exprs = [r.expr for r in self.results]
         out, seen = [], {reference}
@@ -151,7 +174,7 @@ class FrontierProgram:
                 after = m.after.strip()[len("RESULT = ["):-1]
                 items = tuple(exprs.index(e.strip()) for e in after.split(", ")) if after else ()
             change = _change(reference, code)
-            out.append((m.operator, change, code, items))
+            out.append(OwnMutant(m.operator, change, code, items))
         return out
 
 

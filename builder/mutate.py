@@ -26,9 +26,13 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from builder.program import COND, Program
+from builder.base import BaseProgram
+from builder.config import rng_for
+from builder.oracles import capture
+from builder.program import COND
 from core.sandbox.harness import Job, require_verdicts
-from scenarios.base import FRONTIER
+from evaluate.scoring import judge_case
+from scenarios import get_scenario
 from scenarios.grammar import BRANCHES, MUST_KILL
 
 OPERATORS = ("drop_call", "skip_call", "other_api", "argument", "swap_args", "variable", "condition", "result")
@@ -58,13 +62,15 @@ class Mutant:
         return f"{self.operator}: {self.change}"
 
 
-def mutants(program: Program, per_task: int, rng: random.Random) -> list[Mutant]:
-    """Distinct mutants of the reference (none equal to it as text): every dropped call that leaves a name
-    undefined (killed without a run), and at most `per_task` others, drawn evenly over the operators so that no
-    operator crowds out the others."""
-    if hasattr(program, "mutants"):  # a frontier program: each construct's own operators (builder/frontier.py)
+def mutants(program: BaseProgram, per_task: int, rng: random.Random) -> list[Mutant]:
+    """Distinct mutants of the reference (none equal to it as text), at most `per_task` of them drawn evenly over
+    the operators so that no operator crowds out the others, besides those always kept: a program with its own
+    operators (`BaseProgram.mutants`) keeps every mutant of a construct (`MUST_KILL`); the operators below, which
+    mutate any other program, keep every dropped call that leaves a name undefined (killed without a run)."""
+    own = program.mutants()
+    if own is not None:  # the program's own operators (a frontier program's constructs: builder/frontier.py)
         by_operator, required = {}, []
-        for operator, change, code, items in program.mutants():
+        for operator, change, code, items in own:
             mutant = Mutant(operator, change, code, "", items)
             # Every mutant of a construct is tried: one that survives means the task does not test the construct.
             (required if operator in MUST_KILL else by_operator.setdefault(operator, [])).append(mutant)
@@ -74,7 +80,7 @@ def mutants(program: Program, per_task: int, rng: random.Random) -> list[Mutant]
     base = ast.unparse(tree)
     # A mutant shares every top-level statement with the reference but the one its change is in: unparse that one.
     texts = {id(stmt): ast.unparse(stmt) for stmt in tree.body}
-    types = _var_types(program)
+    types = program.variable_types()
     # What the program reads without assigning it (the setup block, the world's tools, imports) is there anyway.
     setup = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - _assigned_names(tree.body)
     seen, by_operator = {base}, {op: [] for op in OPERATORS}
@@ -148,13 +154,6 @@ def _result_items(reference: ast.Module, mutated: ast.Module) -> tuple[int, ...]
     return None if None in found else tuple(found)
 
 
-def _var_types(program: Program) -> dict[str, str]:
-    types = {}
-    for leaf in program.leaves():
-        types.update({name: var.type for name, var in leaf.path.state.vars.items()})
-    return types
-
-
 def _changed_line(base: str, code: str) -> str:
     for a, b in zip(base.splitlines(), code.splitlines()):
         if a != b:
@@ -167,17 +166,17 @@ def _changed_line(base: str, code: str) -> str:
 Edit = tuple[str, str, ast.Module]  # operator, the original line, the mutated module
 
 
-def _generate(tree: ast.Module, program: Program, types: dict[str, str]) -> Iterator[tuple[str, str, ast.Module,
-                                                                                           tuple[bool, ...]]]:
+def _generate(tree: ast.Module, program: BaseProgram,
+              types: dict[str, str]) -> Iterator[tuple[str, str, ast.Module, tuple[bool, ...]]]:
     """Every edit of every statement, with the sides of the splits on the way to it (`Mutant.where`)."""
-    setup = list(program.declarations().inits)
+    setup = program.setup_variables()
     for body, i, stmt in _statements(tree):
         where = tuple(branch == "body" for _, branch in body)
         for operator, before, mutated in _edits(tree, program, types, setup, body, i, stmt):
             yield operator, before, mutated, where
 
 
-def _edits(tree: ast.Module, program: Program, types: dict[str, str], setup: list[str], body: tuple, i: int,
+def _edits(tree: ast.Module, program: BaseProgram, types: dict[str, str], setup: list[str], body: tuple, i: int,
            stmt: ast.stmt) -> Iterator[Edit]:
     """The mutants of one statement: `body` is the path to the list that holds it, `i` its index there."""
     scenario = program.scenario
@@ -324,7 +323,7 @@ def _stand_in(stmt: ast.stmt, types: dict[str, str]) -> ast.expr | None:
         return ast.Constant(OK_STATUS[method]) if method in OK_STATUS else None
     if isinstance(stmt.value, ast.Call):
         for arg in stmt.value.args:
-            if isinstance(arg, ast.Name) and types.get(arg.id) == types.get(target):
+            if isinstance(arg, ast.Name) and arg.id in types and types[arg.id] == types.get(target):
                 return ast.Name(arg.id, ast.Load())
     return None
 
@@ -418,9 +417,6 @@ def _variable_mutants(stmt: ast.stmt, line: str, edit, types: dict[str, str], sc
 def analyse_mutants(drafts: list, sandbox, config, rejections: Counter) -> list:
     """Mutation analysis of every draft (oracles captured): record its score, strengthen it with probe inputs
     that kill a survivor, drop it when a call is dead (counted as `weak_oracle`)."""
-    from builder.config import rng_for
-    from builder.pipeline import probe_cases, take_oracle
-
     plans = [mutants(d.program, config.mutants, rng_for(config, d.scenario, d.index, "mutants")) for d in drafts]
     alive = {(d_i, m_i) for d_i, ms in enumerate(plans) for m_i, m in enumerate(ms) if not m.undefined}
     for c_i in range(max((len(d.cases) for d in drafts), default=0)):  # cheapest first: most die on case 0
@@ -428,27 +424,16 @@ def analyse_mutants(drafts: list, sandbox, config, rejections: Counter) -> list:
                          and reaches(plans[k[0]][k[1]], drafts[k[0]].cases[c_i]))
         alive -= _killed(sandbox, drafts, plans, {k: drafts[k[0]].cases[c_i] for k in pending}, f"mutants {c_i + 1}")
 
-    # Probe inputs, only for tasks that still have a survivor: on each probe the reference runs twice (its outputs
-    # must agree) and its path is read as on the test cases, then the survivors run on it. A probe joins the task's
-    # test cases when it kills a survivor of the probes before it. All probes run at once, in two rounds of jobs,
-    # rather than probe by probe: survivors are few, and eight rounds of a few jobs left the workers mostly idle.
+    # Probe inputs, only for tasks that still have a survivor: each gets its oracle and path as a test case does
+    # (`builder/oracles.py`), then the survivors run on it. A probe joins the task's test cases when it kills a
+    # survivor of the probes before it. All probes run at once, in two rounds of jobs, rather than probe by probe:
+    # survivors are few, and eight rounds of a few jobs left the workers mostly idle.
     wanted = sorted({k[0] for k in alive})
-    probes = {d_i: probe_cases(drafts[d_i].program, config, drafts[d_i].index) for d_i in wanted}
-    runs = [Job((d_i, p_i, run), drafts[d_i].scenario, drafts[d_i].program.reference_code(), probe, group=d_i)
-            for d_i in wanted for p_i, probe in enumerate(probes[d_i]) for run in range(2)]
-    runs += [Job((d_i, p_i, "branch"), drafts[d_i].scenario, drafts[d_i].program.path_probe(), probe, group=d_i)
-             for d_i in wanted if drafts[d_i].program.has_branch for p_i, probe in enumerate(probes[d_i])]
-    by_key = {o.key: o for o in require_verdicts(sandbox.run_batched(runs, desc="probe inputs" if runs else None))}
-    usable = {}
-    for d_i in wanted:
-        for p_i, probe in enumerate(probes[d_i]):
-            path = by_key.get((d_i, p_i, "branch"))
-            if path is not None:
-                if path.status != "ok":
-                    continue
-                probe.branch = path.result[0]
-            if take_oracle(probe, by_key[(d_i, p_i, 0)], by_key[(d_i, p_i, 1)]) is None:
-                usable[d_i, p_i] = probe
+    probes = {d_i: drafts[d_i].program.probe_cases(config, drafts[d_i].index) for d_i in wanted}
+    read = capture(sandbox, [(d_i, drafts[d_i].scenario, drafts[d_i].program, probes[d_i]) for d_i in wanted],
+                   "probe inputs")
+    usable = {(d_i, p_i): probe for d_i, reasons in zip(wanted, read)
+              for p_i, (probe, reason) in enumerate(zip(probes[d_i], reasons)) if reason is None}
     on_probes = {(*k, p_i): usable[k[0], p_i] for k in sorted(alive) for p_i in range(config.probes)
                  if (k[0], p_i) in usable}
     killed_on = _killed(sandbox, drafts, plans, on_probes, "probes")
@@ -515,9 +500,6 @@ def _killed(sandbox, drafts: list, plans: list, cases: dict, desc: str) -> set:
     one child runs with the world reset between mutants. One fork instead of one per mutant; a job that gives no
     verdict for some mutants (out of time on a loaded machine, a child that died) has those run one by one.
     """
-    from evaluate.scoring import judge_case
-    from scenarios import get_scenario
-
     def alone(k) -> Job:
         mutant = plans[k[0]][k[1]]
         return Job(k, drafts[k[0]].scenario, mutant.code, cases[k], record=False, shared=mutant.shared, group=k[0])
@@ -536,8 +518,7 @@ def _killed(sandbox, drafts: list, plans: list, cases: dict, desc: str) -> set:
     jobs = []
     for keys in groups.values():
         scenario, case = drafts[keys[0][0]].scenario, cases[keys[0]]
-        # A frontier program's objects (a model, an optimizer) are not copied between runs: each runs alone.
-        shared = get_scenario(scenario).shared_runs and drafts[keys[0][0]].program.tier != FRONTIER
+        shared = get_scenario(scenario).shared_runs and drafts[keys[0][0]].program.shared_runs
         if BATCHES and len(keys) > 1 and shared:
             jobs.append(Job(("shared", tuple(keys)), scenario, _driver([plans[k[0]][k[1]].code for k in keys]), case,
                             record=False))
@@ -571,8 +552,6 @@ def _decided(scenario: str, mutant: Mutant, case) -> bool | None:
     """Whether the test case kills a mutant whose outputs are the reference's with RESULT rearranged
     (`Mutant.result_items`), read off the reference's outputs on it; None when it has to run. Its side effects are
     the reference's, so only RESULT can tell it apart."""
-    from scenarios import get_scenario
-
     if not RESULTS_FROM_REFERENCE or mutant.result_items is None or case.expected_result is None:
         return None
     expected = json.loads(case.expected_result)

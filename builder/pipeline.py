@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import json
 import re
 import sys
 import time
@@ -25,36 +24,24 @@ from builder import __version__
 from builder.config import BuildConfig, rng_for
 from builder.checkpoint import CHECKPOINT, Checkpoint, exclusive
 from builder.dataset import check_out, finish_dataset, write_shard
+from builder.draft import Draft, keep
+from builder.fresh import FreshSplit, prepare
 from builder.fuzz import CoverageRecorder, NoValidCall
 from builder.mutate import analyse_mutants
+from builder.oracles import capture_oracles
 from builder.stats import Table1, exact_mean, format_table
-from builder.program import Assignment, Program, generate_program
+from builder.base import BaseProgram
+from builder.program import generate_program
 from builder import frontier
-from builder.frontier import FrontierProgram
 from builder.agents import AgentTranslator
 from builder import facts
 from builder.translate import Item, TemplateTranslator
 from core.records import TaskRecord, TestCase
 from core.progress import progress
 from core.sandbox.executor import make_executor
-from core.sandbox.harness import Executor, Job, Limits, require_verdicts
+from core.sandbox.harness import Executor, Limits
 from scenarios import get_scenario
-from scenarios.base import FRONTIER, VARIANTS, State, canonical_json
-from scenarios.trace import stored
-
-
-@dataclass
-class Draft:
-    task_id: str
-    scenario: str
-    program: Program
-    index: int = 0  # the program's number in its scenario (the task id's digits)
-    instructions: dict[str, str] = field(default_factory=dict)  # variant -> instruction
-    translation: dict = field(default_factory=dict)  # per variant: rounds and verdict
-    cases: list[TestCase] = field(default_factory=list)
-    mutation: dict = field(default_factory=dict)
-
-    facts: list = field(default_factory=list)  # what the oracle depends on (builder/facts.py)
+from scenarios.base import FRONTIER, VARIANTS
 
 
 def get_translator(config: BuildConfig):
@@ -72,47 +59,9 @@ def translation_cache(config: BuildConfig) -> Path:
     return out.parent / f".{out.name}-cache" / f"translate-{safe}.jsonl"
 
 
-def make_cases(program: Program, config: BuildConfig, index: int) -> list[TestCase]:
-    """One test case per path through the program (the original, its flipped-condition twin, or one per constant
-    assignment when splits nest; a dead else branch has none), and `config.redraws` cases of freshly drawn values
-    (cycling through those assignments), so that no single input decides a verdict. A frontier program has one
-    population per profile instead (`builder/frontier.py`), each drawn afresh."""
-    if isinstance(program, FrontierProgram):
-        return [_population_case(program, profile, rng_for(config, program.scenario.name, index, f"world-{profile}"),
-                                 profile) for profile in program.plan.profiles]
-    decl = program.declarations()
-    assignments = program.assignments()
-    cases = [_case(program, decl, a.name, a) for a in assignments]
-    for k in range(config.redraws):
-        state = program.scenario.redraw(decl, rng_for(config, program.scenario.name, index, f"redraw-{k}"))
-        cases.append(_case(program, state, f"redrawn-{k + 1}", assignments[k % len(assignments)]))
-    return cases
-
-
-def probe_cases(program: Program, config: BuildConfig, index: int) -> list[TestCase]:
-    """More inputs of fresh values, for mutants that survive the test cases (see builder/mutate.py)."""
-    if isinstance(program, FrontierProgram):
-        profiles = program.plan.profiles
-        return [_population_case(program, profiles[1 + k % (len(profiles) - 1)],
-                                 rng_for(config, program.scenario.name, index, f"probe-{k}"), f"probe-{k + 1}")
-                for k in range(config.probes)]
-    decl = program.declarations()
-    assignments = program.assignments()
-    return [_case(program, program.scenario.redraw(decl, rng_for(config, program.scenario.name, index, f"probe-{k}")),
-                  f"probe-{k + 1}", assignments[k % len(assignments)])
-            for k in range(config.probes)]
-
-
-def _population_case(program: FrontierProgram, profile: str, rng, name: str) -> TestCase:
-    state = program.population(profile, rng)
-    return TestCase(name, "main", canonical_json({}), program.scenario.setup_code(state, {}),
-                    [a.to_record() for a in state.assets.values()])
-
-
-def _case(program: Program, state: State, name: str, assignment: Assignment) -> TestCase:
-    constants = assignment.constants
-    return TestCase(name, assignment.branch, canonical_json(constants), program.scenario.setup_code(state, constants),
-                    [a.to_record() for a in state.assets.values()])
+def make_cases(program: BaseProgram, config: BuildConfig, index: int) -> list[TestCase]:
+    """The test cases of the program numbered `index` in its scenario (`BaseProgram.test_cases`)."""
+    return program.test_cases(config, index)
 
 
 @dataclass
@@ -158,8 +107,9 @@ class Fuzzer:
                 rejections[f"{self.scenario}: duplicate program"] += 1
                 continue
             self.seen.add(key)
-            if config.tier != FRONTIER and min(len(p) for p in program.paths()) < config.calls_per_path:
-                rejections[f"{self.scenario}: too few API calls"] += 1
+            unfit = program.unfit(config)
+            if unfit:
+                rejections[f"{self.scenario}: {unfit}"] += 1
                 continue
             drafts.append(Draft(f"{self.scenario}-{i:04d}", self.scenario, program, index=i, cases=cases))
         bar.close()
@@ -186,18 +136,6 @@ def fuzz(config: BuildConfig, scenario_name: str, rejections: Counter) -> tuple[
 PURPOSES = {"steps": "translate", "natural": "translate-natural", "vague": "translate-vague"}
 ACCEPTED = ("template", "OK")
 FACT_LOST = "translation leaves out a fact the oracle checks"  # the rejection reason, after the variant
-
-
-def keep(items: list, reason, rejections: Counter, scenario=lambda item: item.scenario) -> list:
-    """The items `reason(item)` finds nothing against; each other one is counted under "<scenario>: <reason>"."""
-    kept = []
-    for item in items:
-        why = reason(item)
-        if why:
-            rejections[f"{scenario(item)}: {why}"] += 1
-        else:
-            kept.append(item)
-    return kept
 
 
 def translate(config: BuildConfig, drafts: list[Draft], rejections: Counter, translator=None) -> list[Draft]:
@@ -259,57 +197,9 @@ def filter_leaks(drafts: list[Draft], rejections: Counter) -> list[Draft]:
     return keep(drafts, reason, rejections)
 
 
-def capture_oracles(drafts: list[Draft], sandbox: Executor, rejections: Counter) -> list[Draft]:
-    """Run every reference twice per test case; keep tasks whose runs all succeed and agree.
-
-    The path a branching program takes on each test case is read off the program itself, by running it with each
-    path's RESULT replaced by the path's label (`Program.path_probe`): a redrawn input may take any path, and
-    mutation analysis skips a mutant on a case whose path does not pass its change (`mutate.reaches`), so the
-    label of every case is what a run gave. The runs of one task share a child (`Executor.run_batched`), the world
-    reset between them: one fork per task rather than one per test case.
-    """
-    jobs = [Job((d_i, c_i, run), d.scenario, d.program.reference_code(), case, group=d_i)
-            for d_i, d in enumerate(drafts) for c_i, case in enumerate(d.cases) for run in range(2)]
-    jobs += [Job((d_i, c_i, "branch"), d.scenario, d.program.path_probe(), case, group=d_i)
-             for d_i, d in enumerate(drafts) if d.program.has_branch for c_i, case in enumerate(d.cases)]
-    by_key = {o.key: o for o in require_verdicts(sandbox.run_batched(jobs, desc="capture oracles"))}
-
-    def reason(item: tuple[int, Draft]) -> str | None:
-        d_i, d = item
-        for c_i, case in enumerate(d.cases):
-            failed = take_oracle(case, by_key[(d_i, c_i, 0)], by_key[(d_i, c_i, 1)])
-            if failed:
-                return f"reference {failed}" + (f" on the {case.name} input" if case.name != "original" else "")
-            probe = by_key.get((d_i, c_i, "branch"))
-            if probe is not None:
-                if probe.status != "ok":
-                    return f"reference {probe.status} on the {case.name} input"
-                case.branch = probe.result[0]
-        return None
-
-    return [d for _, d in keep(list(enumerate(drafts)), reason, rejections, scenario=lambda item: item[1].scenario)]
-
-
-def take_oracle(case: TestCase, first, second) -> str | None:
-    """Fill `case`'s expected outputs and the reference's API-call trace from two runs of the reference; the reason
-    they cannot be used, if any."""
-    bad = next((o for o in (first, second) if o.status != "ok"), None)
-    if bad:
-        return bad.status
-    if canonical_json([first.result, first.state]) != canonical_json([second.result, second.state]):
-        return "differs between two runs"
-    case.expected_result = canonical_json(first.result)
-    case.expected_state = None if first.state is None else canonical_json(first.state)
-    case.trace = None if first.trace is None else stored(first.trace)
-    return None
-
-
 def to_record(d: Draft, config: BuildConfig) -> TaskRecord:
     p = d.program
-    api_calls, api_doc = [c.api for c in p.all_calls], p.scenario.api_doc()
-    if isinstance(p, FrontierProgram):  # what the reference did on the original input, loops and pages unrolled
-        api_calls = [c["api"] for c in json.loads(d.cases[0].trace)["calls"]]
-        api_doc = p.scenario.api_doc(FRONTIER)
+    api_calls = p.recorded_calls(d.cases[0])
     return TaskRecord(
         task_id=d.task_id,
         scenario=d.scenario,
@@ -318,7 +208,7 @@ def to_record(d: Draft, config: BuildConfig) -> TaskRecord:
         instruction_vague=d.instructions["vague"],
         facts=[f.describe() for f in d.facts],
         setup_code=d.cases[0].setup_code,
-        api_doc=api_doc,
+        api_doc=p.api_doc(),
         reference_program=p.reference_code(),
         test_cases=d.cases,
         api_calls=api_calls,
@@ -326,7 +216,7 @@ def to_record(d: Draft, config: BuildConfig) -> TaskRecord:
         path_depth=p.path_depth(),
         binding_count=p.binding_count(),
         has_branch=p.has_branch,
-        levers=p.levers() if isinstance(p, FrontierProgram) else [],
+        levers=p.levers(),
         notes="; ".join(p.notes),
         seed=config.seed,
         created_at=config.created_at,
@@ -404,7 +294,7 @@ class Run:
     checked in the sandbox and written `config.shard_size` tasks to a shard, then dropped; what the report and
     the card need is tallied as they pass. `state()` is what the checkpoint saves after each shard."""
 
-    def __init__(self, config: BuildConfig, checkpoint: Checkpoint, fresh=None):
+    def __init__(self, config: BuildConfig, checkpoint: Checkpoint, fresh: FreshSplit | None = None):
         self.config, self.checkpoint, self.fresh = config, checkpoint, fresh
         state = checkpoint.state
         self.rejections = Counter(state.get("rejections", {}))
@@ -511,8 +401,6 @@ def build(config: BuildConfig, overwrite: bool = False) -> dict:
     check_out(out)
     fresh = None
     if config.against:  # a fresh split: a seed no previous release used, and the overlap step
-        from builder.fresh import prepare
-
         fresh = prepare(config)
     with exclusive(out):
         checkpoint = Checkpoint.open(config, overwrite)

@@ -9,17 +9,29 @@ With `branches` K > 1 a branch's body may split again on a value made inside it 
 paper), up to K splits per program. Each split compares against its own constant: `COND` when the program has
 one split, `COND1`, `COND2`, ... in program text order when it has more. Every path through the program has the
 same number of calls, and every path has a constant assignment that takes it (`Program.assignments`).
+
+`Program` is the paper tier's kind of program (the program interface: `builder/base.py`): besides its structure
+it gives its test cases (one per path, and redrawn values), the facts its oracle depends on, and its instruction in
+each variant, worded from the scenario's phrase tables and the connectors of `builder/translate.py`. Mutation
+analysis applies the generic operators of `builder/mutate.py` to it.
 """
 
 from __future__ import annotations
 
 import random
+import re
 import textwrap
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from builder.base import BaseProgram, Rendered, make_case
+from builder.config import BuildConfig, rng_for
+from builder.facts import RELATIONS, Fact
 from builder.fuzz import CoverageRecorder, step
-from scenarios.base import PAPER, Call, Condition, Scenario, State
+from builder.translate import (BRANCH_PHRASES, CONNECTORS, JOINERS, OPENERS, PROSE_CONNECTORS, PROSE_EMPTY,
+                               PROSE_OPENERS, PROSE_RESULT_ONE, PROSE_RESULTS, RESULT_PHRASES, _sentence, ordinal)
+from core.records import TestCase
+from scenarios.base import PAPER, STEPS, Call, Condition, Scenario, State, join_names
 
 COND = "COND"
 
@@ -79,7 +91,10 @@ class Assignment(NamedTuple):
 
 
 @dataclass
-class Program:
+class Program(BaseProgram):
+    """The paper tier's kind of program: a prefix of calls, then the first split if any (see the module
+    docstring)."""
+
     scenario: Scenario
     initial: State  # the state before the first call (for the translator's introduction)
     prefix: list[Call]
@@ -186,6 +201,35 @@ class Program:
             out.append(Assignment(name, leaf.label, constants))
         return out
 
+    # ------------------------------------------------------------------------------------------ test inputs
+
+    def test_cases(self, config: BuildConfig, index: int) -> list[TestCase]:
+        """One test case per path through the program (the original, its flipped-condition twin, or one per
+        constant assignment when splits nest; a dead else branch has none), and `config.redraws` cases of freshly
+        drawn values (cycling through those assignments), so that no single input decides a verdict."""
+        decl = self.declarations()
+        return [make_case(self.scenario, a.name, decl, a.constants, a.branch) for a in self.assignments()] \
+            + self._redrawn(config, index, "redraw", "redrawn", config.redraws)
+
+    def probe_cases(self, config: BuildConfig, index: int) -> list[TestCase]:
+        """`config.probes` more inputs of fresh values, cycling through the constant assignments."""
+        return self._redrawn(config, index, "probe", "probe", config.probes)
+
+    def _redrawn(self, config: BuildConfig, index: int, purpose: str, name: str, count: int) -> list[TestCase]:
+        """`count` cases of freshly drawn values (`Scenario.redraw`), named `{name}-1`, `{name}-2`, ..., each drawn
+        with its own generator (`{purpose}-0`, ...) and given the constants of the assignments in turn."""
+        decl, assignments = self.declarations(), self.assignments()
+        out = []
+        for k in range(count):
+            state = self.scenario.redraw(decl, rng_for(config, self.scenario.name, index, f"{purpose}-{k}"))
+            a = assignments[k % len(assignments)]
+            out.append(make_case(self.scenario, f"{name}-{k + 1}", state, a.constants, a.branch))
+        return out
+
+    def unfit(self, config: BuildConfig) -> str | None:
+        """A path with fewer calls than `config.calls_per_path` (the fuzzer found no valid call to go on with)."""
+        return "too few API calls" if min(len(p) for p in self.paths()) < config.calls_per_path else None
+
     # ------------------------------------------------------------------------------------------- the code
 
     def reference_code(self) -> str:
@@ -229,6 +273,212 @@ class Program:
         produced = {out for c in self.all_calls for out in c.outputs}
         consumed = {v for c in self.all_calls for v in c.inputs}
         return len(produced & consumed)
+
+    # --------------------------------------------------------------------------------- facts, calls, mutants
+
+    def required_facts(self) -> list[Fact]:
+        """Every setup variable a call reads, every argument value its API names, each split's relation, and what
+        RESULT holds on every path."""
+        scenario = self.scenario
+        apis = {a.name: a for a in scenario.apis}
+        inits = set(self.declarations().inits)
+        facts: list[Fact] = []
+        seen: set[str] = set()
+        for call in self.all_calls:
+            for name in call.inputs:
+                if name in inits and name not in seen:
+                    seen.add(name)
+                    facts.append(Fact("input", f"the setup variable `{name}`", (f"`{name}`",)))
+            for key, forms in apis[call.api].values(call).items():
+                facts.append(Fact("value", f"{call.api}: {key}", tuple(forms)))
+        for split in self.splits():
+            c = f"`{split.name}`"
+            forms = tuple(f.format(c=c) for f in RELATIONS[split.condition.op])
+            facts.append(Fact("condition", f"the branch: {split.condition.phrase.replace(COND, c)}", forms,
+                              (split.name,)))
+        for leaf in self.leaves():
+            names = tuple(leaf.path.result_vars(scenario))
+            facts.append(Fact("result", f"RESULT on the {leaf.label} path", (), names))
+        return facts
+
+    def static_calls(self) -> list[str]:
+        return [c.api for c in self.all_calls]
+
+    def variable_types(self) -> dict[str, str]:
+        types = {}
+        for leaf in self.leaves():
+            types.update({name: var.type for name, var in leaf.path.state.vars.items()})
+        return types
+
+    def setup_variables(self) -> list[str]:
+        return list(self.declarations().inits)
+
+    # ------------------------------------------------------------------------------------------- wording
+
+    def render(self, variant: str, rng: random.Random) -> Rendered:
+        if variant == STEPS:  # names are dictated: every variable is referred to by its name
+            return Rendered(self._steps(rng), {v: v for c in self.all_calls for v in c.outputs})
+        refs = self.references(variant)
+        return Rendered(self._prose(rng, variant, refs), refs)
+
+    def references(self, variant: str = "natural") -> dict[str, str]:
+        """How natural and vague texts name each output: "the " + its API's noun, with an ordinal when its API is
+        called more than once on a path through this call (counted along each path, so each side of a split counts
+        on from the calls before it)."""
+        apis = {a.name: a for a in self.scenario.apis}
+        repeated: set[int] = set()  # the calls whose API recurs on some path through them
+        for leaf in self.leaves():
+            repeated |= {id(c) for c in leaf.calls if sum(d.api == c.api for d in leaf.calls) > 1}
+        refs: dict[str, str] = {}
+
+        def walk(path: Path, counts: dict[str, int]) -> None:
+            counts = dict(counts)
+            for call in path.calls:
+                counts[call.api] = counts.get(call.api, 0) + 1
+                nth = f"{ordinal(counts[call.api])} " if id(call) in repeated else ""
+                api = apis[call.api]
+                for out, noun in zip(call.outputs, api.vague_nouns(call) if variant == "vague" else api.nouns(call)):
+                    refs[out] = "the " + noun.format(nth=nth)
+            if path.split:
+                walk(path.split.then, counts)
+                walk(path.split.orelse, counts)
+
+        walk(self.root(), {})
+        return refs
+
+    def _prose(self, rng: random.Random, variant: str, refs: dict[str, str]) -> str:
+        scenario = self.scenario
+        apis = {a.name: a for a in scenario.apis}
+
+        def named(text: str) -> str:
+            """Intermediate names replaced by what they are; setup variables keep their names."""
+            return re.sub(r"`(\w+)`", lambda m: refs.get(m.group(1), m.group(0)), text)
+
+        def clause(call: Call) -> str:
+            api = apis[call.api]
+            templates = api.natural if variant == "natural" else api.vague
+            return named(rng.choice(templates).format(**api.describe(call)))
+
+        def sentences(calls: list[Call], leads: tuple[str, ...]) -> list[str]:
+            """The calls in sentences of one or two; `leads` opens the first (a side's first has none)."""
+            out, k = [], 0
+            while k < len(calls):
+                text = clause(calls[k])
+                if k + 1 < len(calls) and ";" not in text and rng.random() < 0.5:
+                    k += 1
+                    text += rng.choice(JOINERS) + clause(calls[k])
+                lead = rng.choice(leads if not out else PROSE_CONNECTORS)
+                out.append(_sentence(f"{lead} {text}" if lead else text))
+                k += 1
+            return out
+
+        def result(path: Path) -> str:
+            items = [refs.get(n, f"`{n}`") for n in path.result_vars(scenario)]
+            if not items:
+                return _sentence(rng.choice(PROSE_EMPTY))
+            if len(items) == 1:
+                return _sentence(rng.choice(PROSE_RESULT_ONE).format(item=items[0]))
+            listed = ", ".join(items[:-1]) + " and " + items[-1]
+            return _sentence(rng.choice(PROSE_RESULTS).format(items=listed))
+
+        lines = [scenario.describe_init(self.declarations())]
+
+        def side(path: Path, pad: str, leads: tuple[str, ...]) -> None:
+            body = sentences(path.calls, leads)
+            if path.split is None:
+                lines.append(pad + " ".join(body + [result(path)]))
+                return
+            if body:
+                lines.append(pad + " ".join(body))
+            lines.append(pad + _sentence(f"If {named(_condition(path.split))}:"))
+            side(path.split.then, pad + "   ", ("",))
+            lines.append(pad + "Otherwise:")
+            side(path.split.orelse, pad + "   ", ("",))
+
+        side(self.root(), "", PROSE_OPENERS)
+        if self.splits():
+            lines.append(self._names_rule())
+        return "\n".join(lines)
+
+    def _steps(self, rng: random.Random) -> str:
+        """Numbered steps up to the first split, then each side's steps lettered under "If so:" / "Otherwise:",
+        a side that splits again indented one level further (steps numbered i, ii, ... there)."""
+        scenario = self.scenario
+        apis = {a.name: a for a in scenario.apis}
+
+        def say(call: Call) -> str:
+            api = apis[call.api]
+            return rng.choice(api.phrases).format(**api.describe(call))
+
+        def result(path: Path) -> str:
+            names = path.result_vars(scenario)
+            if not names:
+                return "set `RESULT` to an empty list (`RESULT = []`)"
+            listed = "[" + ", ".join(f"`{n}`" for n in names) + "]"
+            return rng.choice(RESULT_PHRASES).format(names=listed, bare=", ".join(names))
+
+        lines = [scenario.describe_init(self.declarations())]
+        for i, call in enumerate(self.prefix):
+            lead = rng.choice(OPENERS) if i == 0 else rng.choice(CONNECTORS)
+            lines.append(f"{i + 1}. " + _sentence(f"{lead} {say(call)}"))
+        top = self.root()
+        if top.split is None:
+            number = len(self.prefix)
+            for call in top.calls[len(self.prefix):]:
+                number += 1
+                lines.append(f"{number}. " + _sentence(f"{rng.choice(CONNECTORS)} {say(call)}"))
+            lines.append(f"{number + 1}. " + _sentence(f"Finally, {result(top)}"))
+            return "\n".join(lines)
+
+        def sides(split: Split, pad: str, depth: int) -> None:
+            for label, path in (("If so:", split.then), ("Otherwise:", split.orelse)):
+                lines.append(f"{pad}{label}")
+                steps = [_sentence(say(c)) for c in path.calls]
+                if path.split:
+                    steps.append(rng.choice(BRANCH_PHRASES).format(cond=_condition(path.split)))
+                else:
+                    steps.append(_sentence(result(path)))
+                for k, text in enumerate(steps):
+                    lines.append(f"{pad}{_mark(depth, k)}. {text}")
+                if path.split:
+                    sides(path.split, pad + "   ", depth + 1)
+
+        lines.append(f"{len(self.prefix) + 1}. " + rng.choice(BRANCH_PHRASES).format(cond=_condition(top.split)))
+        sides(top.split, "   ", 1)
+        lines.append(self._names_rule())
+        return "\n".join(lines)
+
+    def _names_rule(self) -> str:
+        names = [s.name for s in self.splits()]
+        if len(names) == 1:
+            return f"Use the name `{names[0]}` in the condition, not its current value."
+        return f"Use the names {join_names(names)} in the conditions, not their current values."
+
+
+ROMAN = (("x", 10), ("ix", 9), ("v", 5), ("iv", 4), ("i", 1))
+
+
+def _label(k: int) -> str:
+    """a, b, ..., z, aa, ab, ... for the steps inside a branch."""
+    return (_label(k // 26 - 1) if k >= 26 else "") + chr(ord("a") + k % 26)
+
+
+def _roman(k: int) -> str:
+    """i, ii, iii, ... for the k-th step (from 0) of a side nested inside another side."""
+    n, out = k + 1, ""
+    for letters, value in ROMAN:
+        while n >= value:
+            out += letters
+            n -= value
+    return out
+
+
+def _mark(depth: int, k: int) -> str:
+    return _label(k) if depth % 2 else _roman(k)
+
+
+def _condition(split: Split) -> str:
+    return split.condition.phrase.replace(COND, f"`{split.name}`")
 
 
 def _result_line(names: list[str]) -> str:

@@ -1,7 +1,7 @@
 """Diagnostics: partial credit from API-call traces, and one hand-made sample per root cause.
 
 The task is written by hand (not fuzzed) so that each sample below is built to produce exactly one cause; its
-reference traces are captured the way the builder captures them (`builder.pipeline.take_oracle`).
+reference traces are captured the way the builder captures them (`builder.oracles.take_oracle`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 import pytest
 import torch
 
-from builder.pipeline import take_oracle
+from builder.oracles import take_oracle
 from core.records import TaskRecord, TestCase
 from core.sandbox.harness import Job, Limits, Sandbox
 from evaluate.diagnosis import CAUSES, METRICS, case_metrics, cause_of, diagnose, first_divergence, top_causes
