@@ -28,51 +28,30 @@ program), and each query takes microseconds, so a thread pool would only add lat
 
 from __future__ import annotations
 
-import enum
-import json
 import sqlite3
 from typing import Any
 from urllib.parse import parse_qsl
 
-from fastapi import FastAPI, Path, Query, Request
+from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, Field
 
 from scenarios.base import FRONTIER, PAPER, TIERS
-from scenarios.session import filters, store
+from scenarios.session import filters, frontier, store
+from scenarios.session.service import (
+    BAD_TYPE, DATA_BODY, EMPTY_204, ID_PARAM, MAX_BODY_BYTES, NOT_FOUND, SOURCE_PARAM, TYPE_PARAM, ServiceError,
+    SessionType, compiled_filter, error_response, filter_body, json_response, not_found, read_body, read_json,
+    session_data,
+)
 
 VERSION = "0.5.0"  # the original's version at the EvoMaster benchmark's snapshot (0.5.0-SNAPSHOT)
 DESCRIPTION = "Stores JSON session data for a portal application, grouped by source and session type."
 
-SessionType = enum.Enum("SessionType", {t: t for t in store.SESSION_TYPES}, type=str)
-SessionType.__doc__ = "The eight session types; each is a separate collection."
-
-MAX_BODY_BYTES = 1024 * 1024  # session data is a small JSON object; a megabyte leaves ample room
 NO_BODY = (204, 304)  # statuses whose answers have no body
 _REASONS = {400: "Bad Request", 404: "Not Found", 409: "Conflict", 412: "Precondition Failed",
             413: "Payload Too Large", 428: "Precondition Required"}
-_DATA_BODY = {
-    "required": True,
-    "content": {"application/json": {"schema": {
-        "type": "object", "additionalProperties": True,
-        "description": "the session data: any JSON object",
-        "example": {"title": "my main portal session", "description": "this is an example"},
-    }}},
-}
-def _filter_body(fields: str = "`id`, `source`, `type`, `checksum`, `data.<path>`") -> dict:
-    """The OpenAPI request body of a filter over the stored documents, whose `fields` a tier names."""
-    return {
-        "required": True,
-        "content": {"application/json": {"schema": {
-            "type": "object", "additionalProperties": True,
-            "description": f"a MongoDB-style filter over the stored documents (fields {fields})",
-            "example": {"data.title": "my main portal session"},
-        }}},
-    }
-
-
-_FILTER_BODY = _filter_body()
+_FILTER_BODY = filter_body()
 
 
 class SessionId(BaseModel):
@@ -86,74 +65,7 @@ class Session(BaseModel):
     type: SessionType
 
 
-class ErrorBody(BaseModel):
-    status: int
-    error: str
-    message: str
-    path: str
-
-
-class ServiceError(Exception):
-    def __init__(self, status: int, message: str):
-        self.status, self.message = status, message
-
-
-def _error(description: str) -> dict:
-    return {"model": ErrorBody, "description": description}
-
-
-_BAD_TYPE = "an unknown session type"
-_NOT_FOUND = {404: _error("no session with this id under this source and type")}
 _EMPTY_200 = {200: {"description": "done; the body is empty", "content": {}}}
-_EMPTY_204 = {204: {"description": "done; no body", "content": {}}}
-_SOURCE = Path(description="the application the sessions belong to (case sensitive; at least 3 characters "
-                           "to add a session)")
-_TYPE = Path(description="the session type (case sensitive): " + ", ".join(store.SESSION_TYPES))
-_ID = Path(description="the session's id, as returned when it was added")
-
-
-def _json(obj: Any, status: int = 200) -> Response:
-    return Response(json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode(), status_code=status,
-                    media_type="application/json")
-
-
-async def _body(request: Request) -> bytes:
-    """The request body, refused with 413 once it is known to exceed `MAX_BODY_BYTES` (never buffered whole)."""
-    too_large = ServiceError(413, f"the request body is larger than {MAX_BODY_BYTES} bytes")
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        raise too_large
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise too_large
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _parse_json(raw: bytes, what: str) -> Any:
-    if not raw.strip():
-        raise ServiceError(400, "Required request body is missing")
-    try:
-        return json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ServiceError(400, f"{what} is not valid JSON: {exc}") from None
-
-
-async def _json_body(request: Request, what: str) -> Any:
-    return _parse_json(await _body(request), what)
-
-
-def _session_data(raw: bytes) -> dict:
-    data = _parse_json(raw, "the session data")
-    if not isinstance(data, dict):
-        raise ServiceError(400, "the session data must be a JSON object")
-    return data
-
-
-def _not_found() -> ServiceError:
-    return ServiceError(404, "Session not found")
 
 
 class CallLog:
@@ -217,14 +129,12 @@ def create_app(db_path: str, log_calls: bool = False, tier: str = PAPER) -> Fast
     `scenarios.session.frontier`)."""
     if tier not in TIERS:
         raise ValueError(f"unknown session service tier {tier!r}: use one of {', '.join(TIERS)}")
-    frontier = None
-    if tier == FRONTIER:
-        from scenarios.session import frontier
+    frontier_tier = tier == FRONTIER
     conn: sqlite3.Connection = store.connect(db_path)
     app = FastAPI(
         title="Session Service",
         version=VERSION,
-        description=frontier.DESCRIPTION if frontier else DESCRIPTION,
+        description=frontier.DESCRIPTION if frontier_tier else DESCRIPTION,
         openapi_tags=[{"name": "sessions"}, {"name": "info"}],
     )
     app.state.db_path = db_path
@@ -249,7 +159,7 @@ def create_app(db_path: str, log_calls: bool = False, tier: str = PAPER) -> Fast
                 messages.append("valid types are: " + ", ".join(store.SESSION_TYPES))
             elif loc[:1] == ("query",) and err.get("type") == "missing":
                 messages.append(f"Required request parameter '{loc[-1]}' is not present")
-            elif frontier and loc[:1] == ("query",) and loc[-1] in frontier.PARAMETER_RULES:
+            elif frontier_tier and loc[:1] == ("query",) and loc[-1] in frontier.PARAMETER_RULES:
                 messages.append(frontier.PARAMETER_RULES[loc[-1]])
             else:
                 messages.append(f"{'.'.join(map(str, loc))}: {err.get('msg')}")
@@ -260,20 +170,20 @@ def create_app(db_path: str, log_calls: bool = False, tier: str = PAPER) -> Fast
               summary="Add a session", status_code=201,
               responses={200: {"model": SessionId, "description": "identical data is already stored under this "
                                                                   "source and type: that session's id"},
-                         400: _error(f"invalid or missing JSON, data that is not a JSON object, a source shorter "
-                                     f"than {store.MIN_SOURCE_LENGTH} characters, or {_BAD_TYPE}")},
-              openapi_extra={"requestBody": _DATA_BODY},
+                         400: error_response(f"invalid or missing JSON, data that is not a JSON object, a source "
+                                             f"shorter than {store.MIN_SOURCE_LENGTH} characters, or {BAD_TYPE}")},
+              openapi_extra={"requestBody": DATA_BODY},
               description="Stores the JSON object in the body as a new session of this source and type and "
                           "answers its id (201). If a session of the same source and type already holds identical "
                           "data (same checksum), nothing is stored and that session's id is answered (200).")
-    async def add_session(request: Request, source: str = _SOURCE, type: SessionType = _TYPE):
-        data = _session_data(await _body(request))
+    async def add_session(request: Request, source: str = SOURCE_PARAM, type: SessionType = TYPE_PARAM):
+        data = session_data(await read_body(request))
         if len(source) < store.MIN_SOURCE_LENGTH:
             raise ServiceError(400, f"source has a minimum length of {store.MIN_SOURCE_LENGTH};")
         id_, created = store.add_session(conn, source, type.value, data)
-        return _json({"id": id_}, status=201 if created else 200)
+        return json_response({"id": id_}, status=201 if created else 200)
 
-    if frontier:
+    if frontier_tier:
         frontier.add_routes(app, conn)
     else:
         _paper_routes(app, conn)
@@ -290,65 +200,67 @@ def _paper_routes(app: FastAPI, conn: sqlite3.Connection) -> None:
     """The paper tier's listings, queries, reads and writes of one session: whole lists, unconditional writes."""
 
     @app.get("/api/sessions/{source}/{type}", response_model=list[Session], tags=["sessions"],
-             summary="List sessions", responses={400: _error(_BAD_TYPE)},
+             summary="List sessions", responses={400: error_response(BAD_TYPE)},
              description="All sessions of this source and type, oldest first; `[]` when there are none.")
-    async def get_sessions(source: str = _SOURCE, type: SessionType = _TYPE):
-        return _json(store.list_sessions(conn, source, type.value))
+    async def get_sessions(source: str = SOURCE_PARAM, type: SessionType = TYPE_PARAM):
+        return json_response(store.list_sessions(conn, source, type.value))
 
     @app.get("/api/sessions/{source}/{type}/query", response_model=list[Session], tags=["sessions"],
              summary="Query sessions by one field",
-             responses={400: _error(f"a missing parameter, an invalid field, or {_BAD_TYPE}")},
+             responses={400: error_response(f"a missing parameter, an invalid field, or {BAD_TYPE}")},
              description="Sessions of this source and type whose `field` (a dotted path such as `data.title`) "
                          "equals the string `value`, oldest first. When the field holds an array, a session "
                          "matches if any element equals `value`. A field starting with `$` or containing a "
                          "NUL character answers 400.")
-    async def query_sessions(source: str = _SOURCE, type: SessionType = _TYPE,
+    async def query_sessions(source: str = SOURCE_PARAM, type: SessionType = TYPE_PARAM,
                              field: str = Query(description="dotted path, e.g. data.title"),
                              value: str = Query(description="the string the field must equal")):
         try:
             filters.check_field(field)
         except filters.QueryError as exc:
             raise ServiceError(400, str(exc)) from None
-        return _json(_matching(conn, source, type.value, {field: value}))
+        return json_response(_matching(conn, source, type.value, {field: value}))
 
     @app.post("/api/sessions/{source}/{type}/query/fetch", response_model=list[Session], tags=["sessions"],
               summary="Fetch sessions matching a filter",
-              responses={400: _error(f"invalid JSON, an invalid filter, or {_BAD_TYPE}")},
+              responses={400: error_response(f"invalid JSON, an invalid filter, or {BAD_TYPE}")},
               openapi_extra={"requestBody": _FILTER_BODY},
               description="Sessions of this source and type that match the MongoDB-style filter in the body, "
                           "oldest first. Supported: equality on dotted paths, `$and`, `$or`, `$nor`, `$eq`, "
                           "`$ne`, `$gt`, `$gte`, `$lt`, `$lte`, `$in`, `$nin`, `$exists`, `$all`, `$size`, "
                           "`$regex` (with `$options`) and `$not`. An unknown operator or a field starting with "
                           "`$` answers 400.")
-    async def fetch_sessions(request: Request, source: str = _SOURCE, type: SessionType = _TYPE):
-        spec = await _json_body(request, "the query filter")
-        return _json(_matching(conn, source, type.value, spec))
+    async def fetch_sessions(request: Request, source: str = SOURCE_PARAM, type: SessionType = TYPE_PARAM):
+        spec = await read_json(request, "the query filter")
+        return json_response(_matching(conn, source, type.value, spec))
 
     @app.get("/api/sessions/{source}/{type}/{id}", response_model=Session, tags=["sessions"],
              summary="Get one session",
-             responses={400: _error(_BAD_TYPE), **_NOT_FOUND},
+             responses={400: error_response(BAD_TYPE), **NOT_FOUND},
              description="The session with this id, if it belongs to this source and type; otherwise 404.")
-    async def get_session(source: str = _SOURCE, type: SessionType = _TYPE, id: str = _ID):
+    async def get_session(source: str = SOURCE_PARAM, type: SessionType = TYPE_PARAM, id: str = ID_PARAM):
         found = store.get_session(conn, source, type.value, id)
         if found is None:
-            raise _not_found()
-        return _json(found)
+            raise not_found()
+        return json_response(found)
 
     @app.put("/api/sessions/{source}/{type}/{id}", tags=["sessions"], summary="Update a session",
              response_class=Response,
-             responses={**_EMPTY_200, 400: _error(f"invalid or missing JSON, data that is not a JSON object, or "
-                                                  f"{_BAD_TYPE}"), **_NOT_FOUND,
-                        409: _error("another session of this source and type already holds identical data")},
-             openapi_extra={"requestBody": _DATA_BODY},
+             responses={**_EMPTY_200,
+                        400: error_response(f"invalid or missing JSON, data that is not a JSON object, or {BAD_TYPE}"),
+                        **NOT_FOUND,
+                        409: error_response("another session of this source and type already holds identical data")},
+             openapi_extra={"requestBody": DATA_BODY},
              description="Replaces the data of the session with this id (it keeps its id and its position in "
                          "listings). 404 when no session with this id belongs to this source and type.")
-    async def update_session(request: Request, source: str = _SOURCE, type: SessionType = _TYPE, id: str = _ID):
-        raw = await _body(request)
+    async def update_session(request: Request, source: str = SOURCE_PARAM, type: SessionType = TYPE_PARAM,
+                             id: str = ID_PARAM):
+        raw = await read_body(request)
         if not raw.strip():
             raise ServiceError(400, "Required request body is missing")
         if store.get_session(conn, source, type.value, id) is None:
-            raise _not_found()
-        data = _session_data(raw)
+            raise not_found()
+        data = session_data(raw)
         try:
             store.update_session(conn, source, type.value, id, data)
         except store.Conflict:
@@ -357,12 +269,12 @@ def _paper_routes(app: FastAPI, conn: sqlite3.Connection) -> None:
 
     @app.delete("/api/sessions/{source}/{type}/{id}", tags=["sessions"], summary="Delete a session",
                 response_class=Response, status_code=204,
-                responses={**_EMPTY_204, 400: _error(_BAD_TYPE), **_NOT_FOUND},
+                responses={**EMPTY_204, 400: error_response(BAD_TYPE), **NOT_FOUND},
                 description="Deletes the session with this id. 404 when no session with this id belongs to this "
                             "source and type.")
-    async def delete_session(source: str = _SOURCE, type: SessionType = _TYPE, id: str = _ID):
+    async def delete_session(source: str = SOURCE_PARAM, type: SessionType = TYPE_PARAM, id: str = ID_PARAM):
         if not store.delete_session(conn, source, type.value, id):
-            raise _not_found()
+            raise not_found()
         return Response(status_code=204)
 
 
@@ -383,8 +295,5 @@ def _without_422(app: FastAPI) -> None:
 
 
 def _matching(conn: sqlite3.Connection, source: str, type_: str, spec: Any) -> list[dict]:
-    try:
-        predicate = filters.compile_filter(spec)
-    except filters.QueryError as exc:
-        raise ServiceError(400, str(exc)) from None
+    predicate = compiled_filter(spec)
     return [view for doc, view in store.documents(conn, source, type_) if predicate(doc)]

@@ -49,9 +49,9 @@ from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from scenarios.session import filters, store
-from scenarios.session.app import (
-    _BAD_TYPE, _DATA_BODY, _EMPTY_204, _ID, _NOT_FOUND, _SOURCE, _TYPE, ServiceError, SessionType, _body, _error,
-    _filter_body, _json, _json_body, _not_found, _session_data,
+from scenarios.session.service import (
+    BAD_TYPE, DATA_BODY, EMPTY_204, ID_PARAM, NOT_FOUND, SOURCE_PARAM, TYPE_PARAM, ServiceError, SessionType,
+    compiled_filter, error_response, filter_body, json_response, not_found, read_body, read_json, session_data,
 )
 
 DEFAULT_PAGE = 5  # AppWorld's default page size
@@ -86,14 +86,14 @@ _IF_MATCH = {"name": "If-Match", "in": "header", "required": True, "schema": {"t
              "description": 'the session\'s current ETag, e.g. `"3"` (the bare version, `3`, is taken too)'}
 _IF_MATCH_OPTIONAL = {**_IF_MATCH, "required": False,
                       "description": 'not needed; when sent, it must be the session\'s current ETag (412 otherwise)'}
-_FILTER_BODY = _filter_body("`id`, `source`, `type`, `checksum`, `version`, `data.<path>`")
+_FILTER_BODY = filter_body("`id`, `source`, `type`, `checksum`, `version`, `data.<path>`")
 _BAD_PAGE = "an invalid `limit` or `cursor`"
 _PRECONDITIONS = {
-    412: _error("`If-Match` names another version than the session's current one"),
-    428: _error("no `If-Match` header"),
+    412: error_response("`If-Match` names another version than the session's current one"),
+    428: error_response("no `If-Match` header"),
 }
 _CONFLICT = "another session of this source and type already holds identical data"
-_MEMBERS_CONFLICT = {409: _error(f"the session's `data.members` is not a list, or {_CONFLICT}")}
+_MEMBERS_CONFLICT = {409: error_response(f"the session's `data.members` is not a list, or {_CONFLICT}")}
 
 
 class Session(BaseModel):
@@ -194,16 +194,9 @@ def _stale() -> ServiceError:
 
 
 def _versioned(obj: Any, version: int, status: int = 200) -> Response:
-    response = _json(obj, status) if obj is not None else Response(status_code=status)
+    response = json_response(obj, status) if obj is not None else Response(status_code=status)
     response.headers["ETag"] = etag(version)
     return response
-
-
-def _predicate(spec: Any) -> Callable[[dict], bool]:
-    try:
-        return filters.compile_filter(spec)
-    except filters.QueryError as exc:
-        raise ServiceError(400, str(exc)) from None
 
 
 def _conflict() -> ServiceError:
@@ -231,20 +224,20 @@ def add_routes(app: FastAPI, conn: sqlite3.Connection) -> None:
     root = "/api/sessions/{source}/{type}"
 
     @app.get(root, response_model=Page, tags=["sessions"], summary="List sessions",
-             responses={400: _error(f"{_BAD_PAGE}, or {_BAD_TYPE}")},
+             responses={400: error_response(f"{_BAD_PAGE}, or {BAD_TYPE}")},
              description="The sessions of this source and type, oldest first, one page at a time.")
-    async def get_sessions(source: str = _SOURCE, type: SessionType = _TYPE, limit: int = _LIMIT,
+    async def get_sessions(source: str = SOURCE_PARAM, type: SessionType = TYPE_PARAM, limit: int = _LIMIT,
                            cursor: str | None = _CURSOR):
         listing = _listing("list", source, type.value)
-        return _json(page(conn, source, type.value, listing, lambda doc: True, limit, cursor))
+        return json_response(page(conn, source, type.value, listing, lambda doc: True, limit, cursor))
 
     @app.get(root + "/query", response_model=Page, tags=["sessions"], summary="Query sessions by one field",
-             responses={400: _error(f"a missing parameter, an invalid field, {_BAD_PAGE}, or {_BAD_TYPE}")},
+             responses={400: error_response(f"a missing parameter, an invalid field, {_BAD_PAGE}, or {BAD_TYPE}")},
              description="The sessions of this source and type whose `field` (a dotted path such as "
                          "`data.title`) equals the string `value`, oldest first, one page at a time. When the "
                          "field holds an array, a session matches if any element equals `value`. A field starting "
                          "with `$` or containing a NUL character answers 400.")
-    async def query_sessions(source: str = _SOURCE, type: SessionType = _TYPE,
+    async def query_sessions(source: str = SOURCE_PARAM, type: SessionType = TYPE_PARAM,
                              field: str = Query(description="dotted path, e.g. data.title"),
                              value: str = Query(description="the string the field must equal"),
                              limit: int = _LIMIT, cursor: str | None = _CURSOR):
@@ -253,58 +246,59 @@ def add_routes(app: FastAPI, conn: sqlite3.Connection) -> None:
         except filters.QueryError as exc:
             raise ServiceError(400, str(exc)) from None
         listing = _listing("query", source, type.value, field, value)
-        return _json(page(conn, source, type.value, listing, _predicate({field: value}), limit, cursor))
+        return json_response(page(conn, source, type.value, listing, compiled_filter({field: value}), limit, cursor))
 
     @app.post(root + "/query/fetch", response_model=Page, tags=["sessions"], summary="Fetch sessions matching a filter",
-              responses={400: _error(f"invalid JSON, an invalid filter, {_BAD_PAGE}, or {_BAD_TYPE}")},
+              responses={400: error_response(f"invalid JSON, an invalid filter, {_BAD_PAGE}, or {BAD_TYPE}")},
               openapi_extra={"requestBody": _FILTER_BODY},
               description="The sessions of this source and type that match the MongoDB-style filter in the body, "
                           "oldest first, one page at a time. Supported: equality on dotted paths, `$and`, `$or`, "
                           "`$nor`, `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`, `$in`, `$nin`, `$exists`, `$all`, "
                           "`$size`, `$regex` (with `$options`) and `$not`. An unknown operator or a field starting "
                           "with `$` answers 400.")
-    async def fetch_sessions(request: Request, source: str = _SOURCE, type: SessionType = _TYPE,
+    async def fetch_sessions(request: Request, source: str = SOURCE_PARAM, type: SessionType = TYPE_PARAM,
                              limit: int = _LIMIT, cursor: str | None = _CURSOR):
-        spec = await _json_body(request, "the query filter")
-        predicate = _predicate(spec)
+        spec = await read_json(request, "the query filter")
+        predicate = compiled_filter(spec)
         listing = _listing("fetch", source, type.value, spec)
-        return _json(page(conn, source, type.value, listing, predicate, limit, cursor))
+        return json_response(page(conn, source, type.value, listing, predicate, limit, cursor))
 
     @app.post(root + "/query/delete", response_model=Deleted, tags=["sessions"],
               summary="Delete sessions matching a filter",
-              responses={400: _error(f"invalid JSON, an invalid filter, or {_BAD_TYPE}")},
+              responses={400: error_response(f"invalid JSON, an invalid filter, or {BAD_TYPE}")},
               openapi_extra={"requestBody": _FILTER_BODY},
               description="Deletes every session of this source and type that matches the filter in the body (the "
                           "filter of `/query/fetch`; `{}` matches them all) and answers how many it deleted. It "
                           "takes no `If-Match`.")
-    async def delete_matching(request: Request, source: str = _SOURCE, type: SessionType = _TYPE):
-        predicate = _predicate(await _json_body(request, "the query filter"))
+    async def delete_matching(request: Request, source: str = SOURCE_PARAM, type: SessionType = TYPE_PARAM):
+        predicate = compiled_filter(await read_json(request, "the query filter"))
         ids = [doc["id"] for _, doc, _ in store.versioned_documents(conn, source, type.value) if predicate(doc)]
-        return _json({"deleted": store.delete_sessions(conn, source, type.value, ids)})
+        return json_response({"deleted": store.delete_sessions(conn, source, type.value, ids)})
 
     @app.get(root + "/{id}", response_model=Session, tags=["sessions"], summary="Get one session",
-             responses={400: _error(_BAD_TYPE), **_NOT_FOUND},
+             responses={400: error_response(BAD_TYPE), **NOT_FOUND},
              description="The session with this id, if it belongs to this source and type; otherwise 404.")
-    async def get_session(source: str = _SOURCE, type: SessionType = _TYPE, id: str = _ID):
+    async def get_session(source: str = SOURCE_PARAM, type: SessionType = TYPE_PARAM, id: str = ID_PARAM):
         found = store.get_session(conn, source, type.value, id, versions=True)
         if found is None:
-            raise _not_found()
+            raise not_found()
         return _versioned(found, found["version"])
 
     @app.put(root + "/{id}", response_model=Version, tags=["sessions"], summary="Update a session",
              responses={200: {"description": "the session's new version"},
-                        400: _error(f"invalid or missing JSON, data that is not a JSON object, or {_BAD_TYPE}"),
-                        **_NOT_FOUND, 409: _error(_CONFLICT), **_PRECONDITIONS},
-             openapi_extra={"requestBody": _DATA_BODY, "parameters": [_IF_MATCH]},
+                        400: error_response(f"invalid or missing JSON, data that is not a JSON object, or {BAD_TYPE}"),
+                        **NOT_FOUND, 409: error_response(_CONFLICT), **_PRECONDITIONS},
+             openapi_extra={"requestBody": DATA_BODY, "parameters": [_IF_MATCH]},
              description="Replaces the data of the session with this id (it keeps its id and its position in "
                          "listings). 404 when no session with this id belongs to this source and type.")
-    async def update_session(request: Request, source: str = _SOURCE, type: SessionType = _TYPE, id: str = _ID):
-        raw = await _body(request)
+    async def update_session(request: Request, source: str = SOURCE_PARAM, type: SessionType = TYPE_PARAM,
+                             id: str = ID_PARAM):
+        raw = await read_body(request)
         found = store.get_session(conn, source, type.value, id, versions=True)
         if found is None:
-            raise _not_found()
+            raise not_found()
         _checked_version(request, found["version"], required=True)
-        data = _session_data(raw)
+        data = session_data(raw)
         try:
             version = store.update_session(conn, source, type.value, id, data, expected=found["version"])
         except store.Conflict:
@@ -315,14 +309,15 @@ def add_routes(app: FastAPI, conn: sqlite3.Connection) -> None:
 
     @app.delete(root + "/{id}", tags=["sessions"], summary="Delete a session", response_class=Response,
                 status_code=204,
-                responses={**_EMPTY_204, 400: _error(_BAD_TYPE), **_NOT_FOUND, **_PRECONDITIONS},
+                responses={**EMPTY_204, 400: error_response(BAD_TYPE), **NOT_FOUND, **_PRECONDITIONS},
                 openapi_extra={"parameters": [_IF_MATCH]},
                 description="Deletes the session with this id. 404 when no session with this id belongs to this "
                             "source and type.")
-    async def delete_session(request: Request, source: str = _SOURCE, type: SessionType = _TYPE, id: str = _ID):
+    async def delete_session(request: Request, source: str = SOURCE_PARAM, type: SessionType = TYPE_PARAM,
+                             id: str = ID_PARAM):
         found = store.get_session(conn, source, type.value, id, versions=True)
         if found is None:
-            raise _not_found()
+            raise not_found()
         _checked_version(request, found["version"], required=True)
         try:
             store.delete_session(conn, source, type.value, id, expected=found["version"])
@@ -331,14 +326,14 @@ def add_routes(app: FastAPI, conn: sqlite3.Connection) -> None:
         return Response(status_code=204)
 
     @app.get(root + "/{id}/members", response_model=list[str], tags=["sessions"], summary="List a session's members",
-             responses={400: _error(_BAD_TYPE), **_NOT_FOUND,
-                        409: _error("the session's `data.members` is not a list")},
+             responses={400: error_response(BAD_TYPE), **NOT_FOUND,
+                        409: error_response("the session's `data.members` is not a list")},
              description="The session's members: the e-mail addresses in its `data.members`, in that order; "
                          "`[]` when it has none (no `members` field, or null).")
-    async def get_members(source: str = _SOURCE, type: SessionType = _TYPE, id: str = _ID):
+    async def get_members(source: str = SOURCE_PARAM, type: SessionType = TYPE_PARAM, id: str = ID_PARAM):
         found = store.get_session(conn, source, type.value, id, versions=True)
         if found is None:
-            raise _not_found()
+            raise not_found()
         return _versioned(_members_of(found), found["version"])
 
     @app.put(root + "/{id}/members/{email}", response_model=Version, status_code=201, tags=["sessions"],
@@ -346,26 +341,26 @@ def add_routes(app: FastAPI, conn: sqlite3.Connection) -> None:
              responses={201: {"description": "added: the session's new version"},
                         200: {"model": Version, "description": "already a member, nothing changed: the session's "
                                                                "version"},
-                        400: _error(_BAD_TYPE), **_NOT_FOUND, **_MEMBERS_CONFLICT, 412: _PRECONDITIONS[412]},
+                        400: error_response(BAD_TYPE), **NOT_FOUND, **_MEMBERS_CONFLICT, 412: _PRECONDITIONS[412]},
              openapi_extra={"parameters": [_IF_MATCH_OPTIONAL]},
              description="Adds `email` at the end of the session's `data.members` (made when missing or null), unless "
                          "it is a member already: addresses are compared ignoring case.")
-    async def add_member(request: Request, source: str = _SOURCE, type: SessionType = _TYPE, id: str = _ID,
-                         email: str = _EMAIL):
+    async def add_member(request: Request, source: str = SOURCE_PARAM, type: SessionType = TYPE_PARAM,
+                         id: str = ID_PARAM, email: str = _EMAIL):
         changed, version = _change_members(conn, request, source, type.value, id, email, add=True)
         return _versioned({"version": version}, version, 201 if changed else 200)
 
     @app.delete(root + "/{id}/members/{email}", tags=["sessions"], summary="Remove a member",
                 response_class=Response, status_code=204,
-                responses={**_EMPTY_204, 400: _error(_BAD_TYPE),
-                           404: _error("no session with this id under this source and type, or `email` is not one "
-                                       "of its members"),
+                responses={**EMPTY_204, 400: error_response(BAD_TYPE),
+                           404: error_response("no session with this id under this source and type, or `email` is "
+                                               "not one of its members"),
                            **_MEMBERS_CONFLICT, 412: _PRECONDITIONS[412]},
                 openapi_extra={"parameters": [_IF_MATCH_OPTIONAL]},
                 description="Removes `email` from the session's `data.members`: every address equal to it ignoring "
                             "case.")
-    async def remove_member(request: Request, source: str = _SOURCE, type: SessionType = _TYPE, id: str = _ID,
-                            email: str = _EMAIL):
+    async def remove_member(request: Request, source: str = SOURCE_PARAM, type: SessionType = TYPE_PARAM,
+                            id: str = ID_PARAM, email: str = _EMAIL):
         changed, version = _change_members(conn, request, source, type.value, id, email, add=False)
         if not changed:
             raise ServiceError(404, f"Member not found: {email} is not a member of this session")
@@ -376,7 +371,7 @@ def _change_members(conn: sqlite3.Connection, request: Request, source: str, typ
                      add: bool) -> tuple[bool, int]:
     found = store.get_session(conn, source, type_, id_, versions=True)
     if found is None:
-        raise _not_found()
+        raise not_found()
     _checked_version(request, found["version"], required=False)
     try:
         changed = store.change_members(conn, source, type_, id_, email, add, expected=found["version"])
@@ -387,5 +382,5 @@ def _change_members(conn: sqlite3.Connection, request: Request, source: str, typ
     except store.Stale:
         raise _stale() from None
     if changed is None:  # deleted between the two reads: not possible with one client, but never a 500
-        raise _not_found()
+        raise not_found()
     return changed
