@@ -53,9 +53,7 @@ from scenarios.session.service import (
     BAD_TYPE, DATA_BODY, EMPTY_204, ID_PARAM, NOT_FOUND, SOURCE_PARAM, TYPE_PARAM, ServiceError, SessionType,
     compiled_filter, error_response, filter_body, json_response, not_found, read_body, read_json, session_data,
 )
-
-DEFAULT_PAGE = 5  # AppWorld's default page size
-MAX_PAGE = 50
+from scenarios.session.store import DEFAULT_PAGE, MAX_PAGE
 CURSOR_TAG_HEX = 16  # hex digits of the tag: 64 bits, far beyond guessing
 
 DESCRIPTION = f"""\

@@ -28,14 +28,15 @@ from pathlib import Path
 from scenarios.base import (
     FRONTIER, PAPER, API, Asset, Call, Condition, Scenario, State, Var, canonical_json, iter_unique, join_names, setup_block,
 )
-from scenarios.session import words
+from scenarios.session import tasks, words
+from scenarios.session.doc import DOC_PATHS, operations
 from scenarios.session.filters import compile_filter
 from scenarios.session.store import asset_data, canonical, parse_asset
+from scenarios.session.variables import ASSET, DATA, EMAIL, SESSIONS, SID, SOURCE, STATUS
+from scenarios.session.words import TYPE_WORDS
 
-SOURCE, DATA, EMAIL, SESSIONS, SID, STATUS = "source", "data", "email", "sessions", "sid", "status"
 PEOPLE_PER_TASK = 5
 SESSIONS_PER_COLLECTION = (2, 3)
-ASSET = "sessions"  # the stored initial sessions; `SessionWorld.reset` loads them into the service
 URL = 'f"{BASE_URL}/api/sessions/{%s}/%s'  # % (source variable, type): the code prefix of every call
 UPDATED, DELETED = 200, 204  # the status codes of a successful update and delete (scenarios.session.app)
 
@@ -162,11 +163,6 @@ def _session_text(d: dict, index: int | None) -> str:
 def _position_values(index: int | None) -> dict[str, tuple[str, ...]]:
     """The position of an update's or delete's target, as `_target_text` writes it (an id names no position)."""
     return {} if index is None else {"position": (f"the {POSITIONS[index]} session in",)}
-
-
-# How vague texts name a session type: words, not the identifier ("the virtual study sessions of `src1`").
-TYPE_WORDS = {"virtual_study": "virtual study", "group": "group", "comparison_session": "comparison",
-              "main_session": "main", "custom_gene_list": "custom gene list"}
 
 
 def _type_values(type_: str) -> dict[str, tuple[str, ...]]:
@@ -868,16 +864,12 @@ class SessionScenario(Scenario):
                 f"some sessions, and defines {text}.")
 
     def api_doc(self, tier: str = PAPER):
-        from scenarios.session.doc import DOC_PATHS
-
         return DOC_PATHS[tier].read_text()
 
     def tool_specs(self, tier: str = PAPER):
-        from scenarios.session.doc import operations
-
         if tier == PAPER:
             return [op.spec for op in operations()]
-        from scenarios.session.app import create_app
+        from scenarios.session.app import create_app  # FastAPI: only where the app's OpenAPI is needed
 
         return [op.spec for op in operations(create_app(":memory:", tier=tier).openapi())]
 
@@ -889,10 +881,8 @@ class SessionScenario(Scenario):
         return PAPER
 
     def frontier_plan(self, rng):
-        """One program of the frontier tier (`scenarios/session/tasks.py`)."""
-        from scenarios.session.tasks import plan
-
-        return plan(self, rng)
+        """One program of the frontier tier (`scenarios/session/tasks/`)."""
+        return tasks.plan(self, rng)
 
     def scratch_assets(self, assets, rng):
         """The stored sessions with new people, titles, descriptions and ids, in the same collections (sources and

@@ -45,6 +45,10 @@ SESSION_TYPES = (
     "custom_gene_list",
 )
 MIN_SOURCE_LENGTH = 3
+# The frontier tier's page sizes: the service pages its listings by them (`frontier.py`), and the frontier programs'
+# populations are sized around them (`tasks/populations.py`).
+DEFAULT_PAGE = 5  # AppWorld's default page size
+MAX_PAGE = 50
 # The service's tiers (`app.create_app`), the build's: both store the same rows; the frontier's answers and snapshot
 # show versions.
 ID_LENGTH = 24  # hex digits, as a MongoDB ObjectId

@@ -12,6 +12,9 @@ SOURCES = ("msk_portal", "genie_portal", "tcga_portal", "public_portal", "pedcbi
 
 # Session types whose data is a titled, shared selection (title, description, owner, members).
 CONTENT_TYPES = ("virtual_study", "group", "comparison_session", "main_session", "custom_gene_list")
+# How vague texts name a session type: words, not the identifier ("the virtual study sessions of `src1`").
+TYPE_WORDS = {"virtual_study": "virtual study", "group": "group", "comparison_session": "comparison",
+              "main_session": "main", "custom_gene_list": "custom gene list"}
 
 CANCERS = (
     "Breast cancer", "Lung adenocarcinoma", "Colorectal cancer", "Glioblastoma", "Melanoma", "Prostate cancer",

@@ -1,5 +1,5 @@
 """The frontier tier (`--tier frontier`): programs that read the world, built by `builder/frontier.py` from the
-session scenario's steps (`scenarios/session/tasks.py`), end to end through the real pipeline and sandbox."""
+session scenario's steps (`scenarios/session/tasks/`), end to end through the real pipeline and sandbox."""
 
 from __future__ import annotations
 
@@ -23,9 +23,8 @@ from core.records import load_tasks
 from scenarios import get_scenario
 from core.sandbox.harness import Limits, Sandbox
 from scenarios.grammar import BRANCHES, MUST_KILL
-from scenarios.session.frontier import DEFAULT_PAGE, MAX_PAGE
-from scenarios.session import tasks
-from scenarios.session.store import parse_asset
+from scenarios.session.store import DEFAULT_PAGE, MAX_PAGE, parse_asset
+from scenarios.session.tasks import populations
 from tests.frontier_support import content_hash, pass_at_1, samples_file
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -264,9 +263,10 @@ def test_a_spread_loop_decides_on_counts_its_own_handovers_move(programs):
                 break  # the owner of the session found first: no setup variable names it
             coll = [{"owner": x["owner"], "members": x.get("members")} for x in _collection(state, type_)]
             owner = state.vars[name].value
-            right = tasks._spread(coll, owner)
+            right = populations.spread(coll, owner)
             assert len(right) >= 2, coll
-            assert all(tasks._spread(coll, owner, rule) != right for rule in tasks.SPREAD_RULES), (profile, coll)
+            assert all(populations.spread(coll, owner, rule) != right for rule in populations.SPREAD_RULES), \
+                (profile, coll)
 
 
 def test_a_frontier_build_keeps_its_tasks_and_its_reference_passes(frontier_build, tmp_path):
@@ -334,8 +334,9 @@ def test_a_rename_whose_first_try_never_succeeds_is_dropped_as_an_uncovered_bran
     their test cases take both branches."""
     config = BuildConfig(scenarios=["session"], tier="frontier", n=2, seed=3, created_at="2026-01-01", mutants=4,
                          probes=2, workers=2)
-    always_stale = lambda pop, rng, profile, found, looped: tasks._shape_stale(pop, rng, "original", found, looped)
-    monkeypatch.setattr(tasks, "_shape_untouched", always_stale)
+    always_stale = lambda pop, rng, profile, found, looped: populations.shape_stale(pop, rng, "original", found,
+                                                                                   looped)
+    monkeypatch.setattr(populations, "shape_untouched", always_stale)
     rejections = Counter()
     drafts = capture_oracles(fuzz(config, "session", rejections)[0], sandbox, rejections)
     assert len(drafts) == 2 and all("if r.status_code == 412" in d.program.reference_code() for d in drafts)
