@@ -15,7 +15,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from scenarios.base import PAPER, TIERS  # stdlib only: --help does not wait for FastAPI
+from scenarios.base import PAPER, TIERS
+from scenarios.session.doc import DOC_PATHS, render_api_doc  # neither loads FastAPI: --help does not wait
+from scenarios.session.server import default_db, serve
 
 TIER_HELP = ("paper: the API the paper's tasks call (default); frontier: the same service with paged listings, "
              "versioned writes (If-Match), members as a sub-resource and bulk delete")
@@ -62,16 +64,12 @@ def main(argv: list[str] | None = None) -> int:
 
     args = p.parse_args(argv)
     if args.command == "serve":
-        from scenarios.session.server import default_db, serve
-
         db = args.db or str(default_db())
         if args.fd is None:
             print(f"session service on http://{args.host}:{args.port} (database {db})", file=sys.stderr)
         parent = args.exit_with_parent and (args.parent or True)
         serve(args.host, args.port, db, args.fd, parent, args.log_level, args.log_calls, args.tier)
         return 0
-    from scenarios.session.doc import DOC_PATHS, render_api_doc
-
     text = render_api_doc(tier=args.tier)
     if args.write:
         DOC_PATHS[args.tier].write_text(text)
