@@ -1,9 +1,10 @@
 """The frontier tier (`--tier frontier`): programs that read the world, built by `builder/frontier.py` from the
-session scenario's steps (`scenarios/session/tasks/`), end to end through the real pipeline and sandbox."""
+session scenario's steps (`scenarios/session/tasks/`), and checked through the real pipeline and sandbox. The checks
+every scenario's frontier tier shares (a build end to end among them) are in
+`tests/scenarios/test_frontier_tiers.py`."""
 
 from __future__ import annotations
 
-import ast
 import json
 import random
 import re
@@ -17,18 +18,14 @@ import pytest
 from builder import facts, frontier
 from builder.config import BuildConfig
 from builder.mutate import analyse_mutants
-from builder.pipeline import build, capture_oracles, fuzz
-from builder.stats import table1
-from core.records import load_tasks
+from builder.pipeline import capture_oracles, fuzz
 from scenarios import get_scenario
 from core.sandbox.harness import Limits, Sandbox
-from scenarios.grammar import BRANCHES, MUST_KILL
+from scenarios.grammar import BRANCHES
 from scenarios.session.store import DEFAULT_PAGE, MAX_PAGE, parse_asset
 from scenarios.session.tasks import populations
-from tests.frontier_support import content_hash, pass_at_1, samples_file
 
 ROOT = Path(__file__).resolve().parents[2]
-FRONTIER = dict(scenarios=["session"], tier="frontier", n=6, seed=11, created_at="2026-01-01", workers=2)
 
 
 @pytest.fixture(scope="module")
@@ -37,65 +34,12 @@ def programs():
     return [frontier.generate(session, random.Random(seed)) for seed in range(120)]
 
 
-@pytest.fixture(scope="module")
-def frontier_build(tmp_path_factory):
-    out = tmp_path_factory.mktemp("frontier") / "stateeval"
-    report = build(BuildConfig(out=str(out), **FRONTIER))
-    return out, report
-
-
-def test_the_same_draw_gives_the_same_program_and_words():
-    session = get_scenario("session")
-    a, b = (frontier.generate(session, random.Random(7)) for _ in range(2))
-    assert a.reference_code() == b.reference_code()
-    for variant in ("natural", "steps", "vague"):
-        assert a.render(variant, random.Random(1)).text == b.render(variant, random.Random(1)).text
-    assert a.population("large", random.Random(3)).assets == b.population("large", random.Random(3)).assets
-
-
-def test_programs_combine_every_construct_and_parse(programs):
-    kinds = Counter(k for p in programs for k in p.constructs())
-    assert set(kinds) == {"lookup", "loop", "aggregate", "recovery", "bulk"}
-    levers = Counter(lever for p in programs for lever in p.levers())
-    assert {"pagination", "versions", "lookups", "loops", "aggregates", "recovery"} <= set(levers)
-    for p in programs:
-        ast.parse(p.reference_code())
-        assert p.reference_code().rstrip().splitlines()[-1].startswith("RESULT = [")
-
-
-def test_every_variant_states_every_fact(programs):
-    for p in programs:
-        required = facts.required(p)
-        assert any(f.kind == "result" for f in required)
-        for variant in ("natural", "steps", "vague"):
-            rendered = p.render(variant, random.Random(0))
-            assert facts.missing(rendered.text, required, rendered.refs) == [], (variant, rendered.text)
-            assert "`_" not in rendered.text, rendered.text  # no address the setup block does not define
-
-
 def test_a_text_that_drops_a_construct_fails_the_fact_check(programs):
     p = next(p for p in programs if "aggregate" in p.constructs())
     rendered = p.render("natural", random.Random(0))
     sentences = rendered.text.split(". ")
     cut = ". ".join(s for s in sentences if "work out" not in s)  # the aggregate's sentence gone
     assert facts.missing(cut, facts.required(p), rendered.refs)
-
-
-def test_mutants_are_programs_and_cover_each_construct(programs):
-    operators = Counter()
-    for p in programs:
-        reference = p.reference_code()
-        for operator, change, code, items in p.mutants():
-            assert code != reference and " -> " in change
-            ast.parse(code)
-            operators[operator] += 1
-            if operator == "result":
-                assert items is not None
-    assert {"first_page", "last_page", "one_big_page", "first_match", "tie_break", "predicate", "aggregate",
-            "stale_version", "stale_data", "no_retry", "retry_stale", "first_try", "never_create", "always_create",
-            "collect_all", "missing_field", "null_field", "exact_case", "refused_write", "wrong_item",
-            "drop_write"} <= set(operators)
-    assert {op for op in operators if op in MUST_KILL} == set(operators) - {"result", "argument"}
 
 
 def test_every_recovery_declares_a_mutant_for_each_of_its_branches(programs):
@@ -267,39 +211,6 @@ def test_a_spread_loop_decides_on_counts_its_own_handovers_move(programs):
             assert len(right) >= 2, coll
             assert all(populations.spread(coll, owner, rule) != right for rule in populations.SPREAD_RULES), \
                 (profile, coll)
-
-
-def test_a_frontier_build_keeps_its_tasks_and_its_reference_passes(frontier_build, tmp_path):
-    out, report = frontier_build
-    tasks, manifest = load_tasks(str(out))
-    assert manifest["config"]["tier"] == "frontier" and manifest["config"]["difficulty"] == {"tier": "frontier"}
-    assert "config_name: frontier" in (out / "README.md").read_text()
-    assert len(tasks) >= 5 and report["mutation"]["session"]["score"] == 1.0
-    for t in tasks:
-        assert [c.name for c in t.test_cases[:6]] == ["original", "none", "single", "page", "page+1", "large"]
-        assert t.api_doc.startswith("# Session Service API") and "If-Match" in t.api_doc
-        assert t.num_api_calls == len(t.api_calls) == len(json.loads(t.test_cases[0].trace)["calls"])
-        assert get_scenario("session").task_tier(t) == "frontier"
-    rows = table1(tasks, frontier=True)
-    assert rows["session"]["api_calls"]["mean"] >= 7 and rows["session"]["pair_coverage"] is None
-    for mode in ("code", "tools"):
-        assert pass_at_1(out, tmp_path / mode, "--model", "reference", "--mode", mode) == 1.0, mode
-
-
-def test_the_same_seed_gives_the_same_bytes(frontier_build, tmp_path):
-    out, _ = frontier_build
-    build(BuildConfig(out=str(tmp_path / "again"), **FRONTIER))
-    assert content_hash(tmp_path / "again") == content_hash(out)
-
-
-def test_a_wrong_program_fails_where_the_world_says_so(frontier_build, tmp_path):
-    """Only the first page of every listing: a program a model writes when it skips the paging rule."""
-    out, _ = frontier_build
-    tasks, _ = load_tasks(str(out))
-    first_page = {t.task_id: t.reference_program.replace('        if page["next"] is None:\n            return sessions\n',
-                                                         "        return sessions\n") for t in tasks}
-    samples = samples_file(tmp_path / "first-page.jsonl", first_page)
-    assert pass_at_1(out, tmp_path / "scores", "--samples", str(samples)) == 0.0
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -1,42 +1,24 @@
-"""The voice scenario's frontier tier: programs over the speech platform (`scenarios/voice/tasks.py`), built and
-scored end to end through the real pipeline and sandbox."""
+"""The voice scenario's frontier tier: programs over the speech platform (`scenarios/voice/tasks.py`), and the
+platforms their populations draw. The checks every scenario's frontier tier shares (a build end to end through
+the real pipeline and sandbox among them) are in `test_frontier_tiers.py`."""
 
 from __future__ import annotations
 
-import ast
 import json
 import random
-from collections import Counter
 
 import pytest
 
-from builder import facts, frontier
-from builder.config import BuildConfig
-from builder.pipeline import build
-from core.records import load_tasks
+from builder import frontier
 from scenarios import get_scenario
 from scenarios.voice import tasks
 from scenarios.voice.platform import AGES, DEFAULT_PAGE_SIZE, HISTORY_PAGE_SIZE
-from tests.frontier_support import content_hash, pass_at_1, samples_file
-
-FRONTIER = dict(scenarios=["voice"], tier="frontier", n=6, seed=5, created_at="2026-01-01", workers=2)
 
 
 @pytest.fixture(scope="module")
 def programs():
     voice = get_scenario("voice")
     return [frontier.generate(voice, random.Random(seed)) for seed in range(60)]
-
-
-def test_programs_parse_state_every_fact_and_attack_each_construct(programs):
-    operators = Counter(op for p in programs for op, _, _, _ in p.mutants())
-    assert {"first_page", "aggregate", "tie_break", "first_match", "predicate", "no_retry", "always_create",
-            "drop_write", "wrong_item", "static_tally"} <= set(operators)
-    for p in programs:
-        ast.parse(p.reference_code())
-        for variant in ("natural", "steps", "vague"):
-            rendered = p.render(variant, random.Random(2))
-            assert facts.missing(rendered.text, facts.required(p), rendered.refs) == [], (variant, rendered.text)
 
 
 def test_populations_follow_their_profile(programs):
@@ -93,33 +75,3 @@ def _steadiest(voices) -> str:
     return next(v for v in voices if v["settings"]["stability"] == top)["voice_id"]
 
 
-@pytest.fixture(scope="module")
-def frontier_build(tmp_path_factory):
-    out = tmp_path_factory.mktemp("voice-frontier") / "stateeval"
-    build(BuildConfig(out=str(out), **FRONTIER))
-    return out
-
-
-def test_a_frontier_build_keeps_its_tasks_and_its_reference_passes(frontier_build, tmp_path):
-    built, manifest = load_tasks(str(frontier_build))
-    assert manifest["config"]["tier"] == "frontier" and len(built) == FRONTIER["n"]
-    for t in built:
-        assert [c.name for c in t.test_cases[:5]] == list(tasks.PROFILES)
-        assert t.api_doc.startswith("# Speech Platform API") and get_scenario("voice").task_tier(t) == "frontier"
-        assert t.mutation["killed"] + t.mutation["equivalent"] == t.mutation["mutants"]
-        assert "search_voices" in t.api_calls and "text_to_speech" in t.api_calls
-    for mode in ("code", "tools"):
-        assert pass_at_1(frontier_build, tmp_path / mode, "--model", "reference", "--mode", mode) == 1.0, mode
-
-
-def test_the_same_seed_gives_the_same_bytes(frontier_build, tmp_path):
-    build(BuildConfig(out=str(tmp_path / "again"), **FRONTIER))
-    assert content_hash(tmp_path / "again") == content_hash(frontier_build)
-
-
-def test_a_program_that_reads_one_page_of_the_library_fails(frontier_build, tmp_path):
-    built, _ = load_tasks(str(frontier_build))
-    one_page = {t.task_id: t.reference_program.replace('        if not page["has_more"]:\n            return voices\n',
-                                                       "        return voices\n") for t in built}
-    samples = samples_file(tmp_path / "one-page.jsonl", one_page)
-    assert pass_at_1(frontier_build, tmp_path / "scores", "--samples", str(samples)) == 0.0
