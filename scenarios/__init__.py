@@ -34,7 +34,21 @@ def get_scenario(name: str) -> Scenario:
 
 def load_world(scenario: Scenario) -> World:
     """Instantiate a scenario's world (heavy: call only inside a sandbox worker)."""
-    return load_object(scenario.world)()
+    return scenario.make_world()
+
+
+def _register_services() -> None:
+    """The scenarios of the service files `STATEEVAL_SERVICES` names (`scenarios.rest.registration`): a sandbox
+    worker finds those of the harness that started it."""
+    import os
+
+    if os.environ.get("STATEEVAL_SERVICES"):
+        from scenarios.rest.registration import register_environment
+
+        register_environment()
+
+
+_register_services()
 
 
 __all__ = [
