@@ -37,20 +37,6 @@ def load_world(scenario: Scenario) -> World:
     return scenario.make_world()
 
 
-def _register_services() -> None:
-    """The scenarios of the service files `STATEEVAL_SERVICES` names (`scenarios.rest.registration`): a sandbox
-    worker finds those of the harness that started it."""
-    import os
-
-    if os.environ.get("STATEEVAL_SERVICES"):
-        from scenarios.rest.registration import register_environment
-
-        register_environment()
-
-
-_register_services()
-
-
 __all__ = [
     "API", "INIT", "Asset", "Call", "Condition", "Scenario", "State", "Var", "World",
     "SCENARIOS", "get_scenario", "load_world", "scenario_names",

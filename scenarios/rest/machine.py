@@ -13,17 +13,15 @@ builder first asks for the APIs; the harness, which only compares, never starts 
 
 from __future__ import annotations
 
-import json
 import random
 from functools import cached_property
 
 from scenarios.base import API, INIT, PAPER, Asset, Call, Scenario, State, Var, canonical_json, join_names, setup_block
-from scenarios.rest.model import Model, draw, is_item, path_parameters, resource
+from scenarios.rest.model import ASSET, Model, draw, is_item, path_parameters, resource
 from scenarios.rest.openapi import Operation
 from scenarios.rest.servicefile import ServiceFile
 
 BODY, ANSWER, STATUS = "body", "answer", "status"
-ASSET = "population"  # the test case's population seed (`RestWorld.reset` reads it)
 GONE = "gone"  # state.extra: the names of resources deleted
 
 
@@ -256,12 +254,3 @@ class RestScenario(Scenario):
 def resource_prefix(res: str, i: int) -> str:
     """The resource of the `i`-th parameter of a resource's path."""
     return resource(res.replace("{}", "{x}"), i)
-
-
-def seed_of(case: dict) -> int:
-    """The population seed a test case stores (0 when none)."""
-    for a in case.get("assets", []):
-        if a["kind"] == ASSET:
-            meta = a["meta"]
-            return int((json.loads(meta) if isinstance(meta, str) else meta)["seed"])
-    return 0

@@ -20,6 +20,7 @@ halves of the scenario share (`scenarios.rest.machine` in the builder, `scenario
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import string
@@ -32,6 +33,7 @@ from scenarios.rest.openapi import Operation
 from scenarios.rest.schema import Schema
 from scenarios.rest.servicefile import ServiceFile
 
+ASSET = "population"  # the asset that holds a test case's population seed (`RestWorld.reset` reads it)
 PARAM = re.compile(r"\{[^}]*\}")
 MAX_DEPTH = 4  # how deep into an answer the id is looked for, and how deep bodies are drawn
 STRING_DEPTH = 3
@@ -295,3 +297,12 @@ def _working_body(model: Model, op: Operation, path: str, rng: random.Random, se
         if _ok(service.request(op.method, path, json=body)):
             return keys
     return False
+
+
+def seed_of(case: dict) -> int:
+    """The population seed a test case stores (0 when none)."""
+    for a in case.get("assets", []):
+        if a["kind"] == ASSET:
+            meta = a["meta"]
+            return int((json.loads(meta) if isinstance(meta, str) else meta)["seed"])
+    return 0

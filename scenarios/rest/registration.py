@@ -2,7 +2,8 @@
 folder's `services/` registers those its tasks were built from (`core.records.load_tasks`), and a sandbox worker,
 started with `STATEEVAL_SERVICES` in its environment, registers the same ones when `scenarios` is imported.
 
-A dataset keeps, under `services/`, a copy of each service file (`NAME.toml`) and of the OpenAPI document the build
+`scenarios.rest.registration` is imported by what registers (the builder, `core.records`, the sandbox worker), never
+by `scenarios` itself. A dataset keeps, under `services/`, a copy of each service file (`NAME.toml`) and of the OpenAPI document the build
 read (`NAME.openapi.json`, the file's own document when it names a file beside it), so that evaluation rebuilds
 the same world with no extra flag.
 """
@@ -15,6 +16,7 @@ import shutil
 from functools import partial
 from pathlib import Path
 
+from scenarios import SCENARIOS, get_scenario
 from scenarios.rest.servicefile import ServiceFile, ServiceFileError, load
 
 ENV = "STATEEVAL_SERVICES"  # service files to register, separated by os.pathsep (the workers inherit it)
@@ -25,8 +27,6 @@ _files: dict[str, ServiceFile] = {}  # name -> the file registered under it
 def register(path: str | Path) -> str:
     """Register the service file at `path` (or a shipped one by name) as a scenario; its name. ServiceFileError for a
     file that cannot be used or whose name another scenario has."""
-    from scenarios import SCENARIOS
-
     file = load(path)
     known = _files.get(file.name)
     if known is not None and known.path.resolve() == file.path.resolve():
@@ -64,8 +64,6 @@ def registered(name: str) -> ServiceFile | None:
 def save(folder: str | Path, names: list[str]) -> None:
     """Copy the service files of the scenarios `names` that came from one into `folder/services`, with the
     document each build read."""
-    from scenarios import get_scenario
-
     for name in names:
         file = _files.get(name)
         if file is None:

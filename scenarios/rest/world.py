@@ -23,8 +23,7 @@ from urllib.parse import urlsplit
 import requests  # imported once here so that every forked child finds it loaded
 
 from scenarios.base import World, canonicalize
-from scenarios.rest.machine import seed_of
-from scenarios.rest.model import (Model, is_item, path_parameters, probe, resource, template_match)
+from scenarios.rest.model import Model, is_item, path_parameters, probe, resource, seed_of, template_match
 from scenarios.rest.process import Service
 from scenarios.rest.servicefile import ServiceFile
 from scenarios.trace import raw_call
