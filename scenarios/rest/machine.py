@@ -63,8 +63,8 @@ class OperationAPI(API):
         made = scenario.model.creates(op)
         self.makes = made
         self.kind = "create" if made else ANSWER if op.method in ("GET", "HEAD", "POST") else STATUS
-        target = " on {target}" if self.params else ""
-        body = " with the JSON body {body}" if self.has_body else ""
+        target = "{target}" if self.params else ""
+        body = (" and the JSON body {body}" if self.params else " with the JSON body {body}") if self.has_body else ""
         if self.kind == "create":
             where = ".".join(scenario.model.id_fields[op.id])
             keep = f"keep the new id (`{where}` of the answer) as {{out0_}}"
@@ -104,7 +104,7 @@ class OperationAPI(API):
         url = op.path
         for name, value in zip(self.params, values):
             url = url.replace("{" + name + "}", "{" + value + "}", 1)
-        used = list(inputs)
+        used = list(values)  # the resource and its parents: every variable the path names
         extra = ""
         if self.has_body:
             body = state.fresh(BODY)
@@ -135,7 +135,8 @@ class OperationAPI(API):
 
     def describe(self, call):
         d = super().describe(call)
-        d["target"] = d.get("in0_", "") if self.params else ""
+        names = call.inputs[: len(self.params)]
+        d["target"] = " with " + ", ".join(f"`{p}` = `{n}`" for p, n in zip(self.params, names)) if names else ""
         d["body"] = d[f"in{len(call.inputs) - 1}_"] if self.has_body else ""
         return d
 
