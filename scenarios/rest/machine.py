@@ -118,18 +118,18 @@ class OperationAPI(API):
             where = "".join(f"[{k!r}]" for k in model.id_fields[op.id])
             code = f"{out} = {request}.json(){where}"
         elif self.kind == ANSWER:
-            out = state.produce(ANSWER, ANSWER, None, self.name)
+            listed = resource(op.path) + "/{}"
+            items = None
+            if op.id in model.listings:  # how many items the listing holds, as far as the variables say
+                items = sum(1 for v in state.of_type(listed) if _live(state, v) and v.value["parents"] == values)
+            out = state.produce(ANSWER, ANSWER, {"op": op.id, "items": items, "parents": values, "res": listed},
+                                self.name)
             code = f"{out} = {request}.json()"
         else:
             out = state.produce(STATUS, STATUS, None, self.name)
             code = f"{out} = {request}.status_code"
-            if op.method == "DELETE":
-                if inputs:
-                    state.extra.setdefault(GONE, []).append(inputs[0])
-                else:  # a whole collection: every resource under it
-                    under = resource(op.path) + "/"
-                    state.extra.setdefault(GONE, []).extend(v.name for v in state.vars.values()
-                                                            if v.type.startswith(under))
+            if op.method == "DELETE" and inputs:  # (deletes of whole collections are no APIs)
+                state.extra.setdefault(GONE, []).append(inputs[0])
         state.consume(used, self.name)
         return Call(self.name, used, [out], code, {"op": op.id})
 
@@ -139,6 +139,37 @@ class OperationAPI(API):
         d["target"] = " with " + ", ".join(f"`{p}` = `{n}`" for p, n in zip(self.params, names)) if names else ""
         d["body"] = d[f"in{len(call.inputs) - 1}_"] if self.has_body else ""
         return d
+
+
+class TakeId(API):
+    """Local: the id of the first item of a listing's answer (a resource of the listed kind, with the listing's
+    parents), so that a later call can act on what a listing showed."""
+
+    name = "take_id"
+    phrases = ("take the id (`{key}`) of the first item in {in0_} as {out0_}",
+               "let {out0_} be the id (`{key}`) of the first item of {in0_}")
+    natural = ("take the id (`{key}`) of the first item in {in0_}",)
+    vague = ("note the id (`{key}`) of the first item in {in0_}",)
+
+    def __init__(self, scenario: "RestScenario"):
+        self.scenario = scenario
+
+    def nouns(self, call):
+        return [f"{{nth}}id taken from a listing of {name_of(call.args['res'], self.scenario.model.operations)}s"]
+
+    def bindings(self, state):
+        return [(v.name,) for v in state.of_type(ANSWER) if v.value and v.value["items"]
+                and not any(p in state.extra.get(GONE, []) for p in v.value["parents"])]
+
+    def apply(self, state, inputs, rng):
+        (answer,) = inputs
+        listing, model = state.vars[answer].value, self.scenario.model
+        res = listing["res"]
+        out = state.produce(name_of(res, model.operations), res, {"parents": listing["parents"]}, self.name)
+        state.consume(inputs, self.name)
+        where = "".join(f"[{k!r}]" for k in model.listings[listing["op"]])
+        key = model.id_key(res)
+        return Call(self.name, [answer], [out], f"{out} = {answer}{where}[0][{key!r}]", {"res": res, "key": key})
 
 
 def _keys(keys):
@@ -166,11 +197,16 @@ class RestScenario(Scenario):
             return probe(self.file, service, service.operations())
 
     @cached_property
-    def apis(self):
+    def operation_apis(self) -> tuple[OperationAPI, ...]:
+        """The operations kept as APIs: those the probe could call, less the deletes of whole collections."""
         model = self.model
         return tuple(OperationAPI(self, op) for op in model.operations
                      if op.id not in model.broken and op.method in ("GET", "POST", "PUT", "PATCH", "DELETE")
                      and not (op.method == "DELETE" and not is_item(op)))
+
+    @cached_property
+    def apis(self):
+        return self.operation_apis + ((TakeId(self),) if self.model.listings else ())
 
     def make_world(self):
         from scenarios.rest.world import RestWorld
@@ -235,7 +271,7 @@ class RestScenario(Scenario):
         lines = [f"# The {self.name} service", "",
                  "Send every request to `BASE_URL` + the path, with `headers=HEADERS`, using `requests`. Bodies are "
                  "JSON (`json=...`).", ""]
-        for api in self.apis:
+        for api in self.operation_apis:
             op = api.op
             lines.append(f"## `{op.method} {op.path}`")
             if api.what:

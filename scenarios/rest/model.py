@@ -138,6 +138,7 @@ class Model:
     id_fields: dict[str, list[str]] = field(default_factory=dict)  # creator op id -> where the new id is
     body_keys: dict[str, list[str] | None] = field(default_factory=dict)  # op id -> top-level keys drawn
     broken: set[str] = field(default_factory=set)  # operations no probe could call
+    listings: dict[str, list[str]] = field(default_factory=dict)  # listing op id -> keys to its list of items
 
     def op(self, op_id: str) -> Operation:
         return next(o for o in self.operations if o.id == op_id)
@@ -181,7 +182,13 @@ class Model:
         return min(found, key=lambda op: len(path_parameters(op)), default=None)
 
     def to_plain(self) -> dict:
-        return {"id_fields": self.id_fields, "body_keys": self.body_keys, "broken": sorted(self.broken)}
+        return {"id_fields": self.id_fields, "body_keys": self.body_keys, "broken": sorted(self.broken),
+                "listings": self.listings}
+
+    def id_key(self, res: str) -> str | None:
+        """The key of the id in an item of a listing of `res` (the last key of where its creator's answer holds it)."""
+        return next((where[-1] for op_id, where in self.id_fields.items()
+                     if self.creates(self.op(op_id)) == res), None)
 
 
 def _at(value: Any, where: list[str]) -> Any:
@@ -259,8 +266,32 @@ def probe(file: ServiceFile, service, operations: list[Operation], seed: int = 0
                 model.id_fields[op.id] = list(where)
                 known.setdefault(made, []).append((str(value), parents))
                 break
+    for op in operations:  # where each listing of a made resource holds its items
+        made = resource(op.path) + "/{}"
+        if op.method != "GET" or made not in known:
+            continue
+        path = _fill(op, {resource(op.path, len(path_parameters(op)) - 1): known.get(
+            resource(op.path, len(path_parameters(op)) - 1), [])}) if path_parameters(op) else op.path
+        key = model.id_key(made)
+        answer = service.request("GET", path) if path and key else None
+        if answer is not None and _ok(answer):
+            where = _items_at(_json(answer), key)
+            if where is not None:
+                model.listings[op.id] = where
     service.reset(seed)
     return model
+
+
+def _items_at(body: Any, key: str) -> list[str] | None:
+    """The keys to a listing's items: [] when the answer is the list, else the first key whose value is a list of
+    objects holding `key`; None when there is none."""
+    if isinstance(body, list):
+        return [] if body and all(isinstance(x, dict) and key in x for x in body) else None
+    if isinstance(body, dict):
+        for name, value in body.items():
+            if isinstance(value, list) and value and all(isinstance(x, dict) and key in x for x in value):
+                return [name]
+    return None
 
 
 def _fill(op: Operation, known: dict) -> str | None:

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import requests  # imported once here so that every forked child finds it loaded
 
 from scenarios.base import World, canonicalize
-from scenarios.rest.model import Model, is_item, path_parameters, probe, resource, seed_of, template_match
+from scenarios.rest.model import Model, path_parameters, probe, resource, seed_of, template_match
 from scenarios.rest.process import Service
 from scenarios.rest.servicefile import ServiceFile
 from scenarios.trace import raw_call
@@ -202,12 +202,13 @@ class RestWorld(World):
         reads = []
         readers = sorted((op for op in self.model.operations if op.method == "GET"),
                          key=lambda op: len(path_parameters(op)))
-        id_keys = {where[-1] for where in self.model.id_fields.values()} or {"id"}
         for op in readers:
             params = path_parameters(op)
             targets = [[]] if not params else [[*parents, value] for value, parents in
                                                 known.get(resource(op.path, len(params) - 1), [])
                                                 if len(parents) == len(params) - 1]
+            listing = self.model.listings.get(op.id)
+            key = self.model.id_key(resource(op.path) + "/{}")
             for values in targets:
                 if len(reads) >= MAX_READS:
                     break
@@ -217,24 +218,18 @@ class RestWorld(World):
                 answer = self.service.request("GET", path)
                 body = _json(answer)
                 reads.append([path, answer.status_code, body])
-                if not is_item(op) and answer.status_code < ERROR_STATUS:
-                    for item in _items(body):
-                        for key in id_keys:
-                            if isinstance(item.get(key), (str, int)) and not isinstance(item.get(key), bool):
-                                know(resource(op.path) + "/{}", item[key], values)
-                                break
+                if listing is not None and answer.status_code < ERROR_STATUS:
+                    for item in _items(body, listing):
+                        if isinstance(item.get(key), (str, int)) and not isinstance(item.get(key), bool):
+                            know(resource(op.path) + "/{}", item[key], values)
         return self.masker(made)(reads)
 
 
-def _items(body: Any) -> list[dict]:
-    """The items of a listing: the answer itself when it is a list, else its first list of objects."""
-    if isinstance(body, list):
-        return [x for x in body if isinstance(x, dict)]
-    if isinstance(body, dict):
-        for value in body.values():
-            if isinstance(value, list) and value and all(isinstance(x, dict) for x in value):
-                return value
-    return []
+def _items(body: Any, where: list[str]) -> list[dict]:
+    """The items of a listing, at the keys the probe found (`Model.listings`)."""
+    for key in where:
+        body = body.get(key) if isinstance(body, dict) else None
+    return [x for x in body if isinstance(x, dict)] if isinstance(body, list) else []
 
 
 def _json(response) -> Any:
