@@ -9,7 +9,9 @@ resources the population and the program made and those the listings show.
 
 Values the service makes up (ids, timestamps) differ from one run to the next. RESULT, the trace and the final state
 are therefore given with them replaced (`Masker`): the ids creators made, numbered in the order they were made
-(`<made-1>`, ...), then UUID-looking strings and the file's `volatile` fields, numbered as they appear; dates and
+(`<made-1>`, ...), then UUID-looking strings, the file's `volatile` fields and the fields the world learned are made
+up (those the readers answer differently after two fresh resets to the same population, found when the world
+starts), numbered as they appear; dates and
 epoch times are erased (`<volatile>`). Two runs that differ only by one consistent renaming of those values give the
 same data, and no made-up value reaches a stored oracle.
 """
@@ -94,6 +96,12 @@ class RestWorld(World):
         self.population_made: list[list] = []  # [resource, value, parent values] of what the population made
         self.made: list[list] = []  # the same, in the child: the population's, then the program's
         self._recorder = None
+        self.learned: tuple[str, ...] = ()
+        try:
+            self.learned = self._learn()  # fields made up that the file's `volatile` may not name
+        except BaseException:
+            self.service.stop()
+            raise
 
     # ---- the worker's side
 
@@ -176,7 +184,7 @@ class RestWorld(World):
 
     def masker(self, made: list[list]) -> Masker:
         chosen = frozenset(str(value) for _, value, _ in self.model.population_values(self.seed))
-        return Masker([str(m[1]) for m in made], self.file.volatile, chosen)
+        return Masker([str(m[1]) for m in made], self.file.volatile + self.learned, chosen)
 
     def canonical(self, obj: Any) -> Any:
         return self.masker(self.made)(canonicalize(obj, self.canonical_leaf))
@@ -188,6 +196,23 @@ class RestWorld(World):
         """The answers of the readers, crawled from the known resources: [path, status, answer] in the order read,
         made-up values replaced."""
         made = [m for m in (recorded or {}).get("made", []) if isinstance(m, list) and len(m) == 3]
+        return self.masker(made)(self._reads(made))
+
+    def _learn(self) -> tuple[str, ...]:
+        """The fields of the readers' answers that differ between two fresh resets to the same population: made up
+        by the service, whatever they look like (as dotted paths, `*` for any list item)."""
+        runs = []
+        for _ in range(2):
+            self.reset({"assets": []})
+            runs.append(self._reads([list(m) for m in self.population_made]))
+        found: set[str] = set()
+        if len(runs[0]) == len(runs[1]):
+            for (_, _, a), (_, _, b) in zip(*runs):
+                _differences(a, b, (), found)
+        return tuple(sorted(found))
+
+    def _reads(self, made: list[list]) -> list:
+        """The readers' answers, raw (see `snapshot`)."""
         known: dict[str, list[tuple[str, list[str]]]] = {}
 
         def know(res: str, value: str, parents: list[str]) -> None:
@@ -222,7 +247,18 @@ class RestWorld(World):
                     for item in _items(body, listing):
                         if isinstance(item.get(key), (str, int)) and not isinstance(item.get(key), bool):
                             know(resource(op.path) + "/{}", item[key], values)
-        return self.masker(made)(reads)
+        return reads
+
+
+def _differences(a: Any, b: Any, at: tuple[str, ...], found: set[str]) -> None:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in set(a) & set(b):
+            _differences(a[key], b[key], at + (key,), found)
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for x, y in zip(a, b):
+            _differences(x, y, at + ("*",), found)
+    elif a != b and at:
+        found.add(".".join(at))
 
 
 def _items(body: Any, where: list[str]) -> list[dict]:
