@@ -215,11 +215,14 @@ def _ok(answer) -> bool:
     return 200 <= answer.status_code < 300
 
 
-def _json(answer) -> Any:
-    try:
-        return answer.json()
-    except ValueError:
+def answer_body(response) -> Any:
+    """A response's body: its JSON, else its text (None when empty)."""
+    if not response.content:
         return None
+    try:
+        return response.json()
+    except ValueError:
+        return response.text
 
 
 def probe(file: ServiceFile, service, operations: list[Operation], seed: int = 0) -> Model:
@@ -258,7 +261,7 @@ def probe(file: ServiceFile, service, operations: list[Operation], seed: int = 0
         if not _ok(answer):
             continue
         parents = template_match(op.path, path) or []
-        for where, value in _scalars(_json(answer)):
+        for where, value in _scalars(answer_body(answer)):
             trial = reader.path
             for name, v in zip(path_parameters(reader), [*parents, str(value)]):
                 trial = trial.replace("{" + name + "}", str(v), 1)
@@ -275,7 +278,7 @@ def probe(file: ServiceFile, service, operations: list[Operation], seed: int = 0
         key = model.id_key(made)
         answer = service.request("GET", path) if path and key else None
         if answer is not None and _ok(answer):
-            where = _items_at(_json(answer), key)
+            where = _items_at(answer_body(answer), key)
             if where is not None:
                 model.listings[op.id] = where
     service.reset(seed)

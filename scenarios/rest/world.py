@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 import requests  # imported once here so that every forked child finds it loaded
 
 from scenarios.base import World, canonicalize
-from scenarios.rest.model import Model, path_parameters, probe, resource, seed_of, template_match
+from scenarios.rest.model import Model, answer_body, path_parameters, probe, resource, seed_of, template_match
 from scenarios.rest.process import Service
 from scenarios.rest.servicefile import ServiceFile
 from scenarios.trace import raw_call
@@ -113,7 +113,7 @@ class RestWorld(World):
         made = []
         for item, answer in zip(self.file.population, answers):
             op = self.model.operation_for(item.method, urlsplit(answer.url).path)
-            made += self._made(op, urlsplit(answer.url).path, _json(answer))
+            made += self._made(op, urlsplit(answer.url).path, answer_body(answer))
         self.population_made = made
 
     def intact(self) -> bool:
@@ -167,7 +167,7 @@ class RestWorld(World):
     def _seen(self, method: str, target: str, body: Any, response) -> None:
         path = urlsplit(target).path
         op = self.model.operation_for(method, path)
-        answer = _json(response)
+        answer = answer_body(response)
         if 200 <= response.status_code < 300:
             self.made += self._made(op, path, answer)
         if self._recorder is None or op is None:
@@ -241,7 +241,7 @@ class RestWorld(World):
                 for name, v in zip(params, values):
                     path = path.replace("{" + name + "}", v, 1)
                 answer = self.service.request("GET", path)
-                body = _json(answer)
+                body = answer_body(answer)
                 reads.append([path, answer.status_code, body])
                 if listing is not None and answer.status_code < ERROR_STATUS:
                     for item in _items(body, listing):
@@ -266,12 +266,3 @@ def _items(body: Any, where: list[str]) -> list[dict]:
     for key in where:
         body = body.get(key) if isinstance(body, dict) else None
     return [x for x in body if isinstance(x, dict)] if isinstance(body, list) else []
-
-
-def _json(response) -> Any:
-    if not response.content:
-        return None
-    try:
-        return response.json()
-    except ValueError:
-        return response.text
