@@ -23,6 +23,7 @@ from scenarios.rest.servicefile import ServiceFile
 
 BODY, ANSWER, STATUS = "body", "answer", "status"
 GONE = "gone"  # state.extra: the names of resources deleted
+UNSEEN = "unseen"  # state.extra: resources written or made that no reader has read since
 
 
 def name_of(res: str, operations: list[Operation]) -> str:
@@ -92,8 +93,9 @@ class OperationAPI(API):
     def bindings(self, state):
         if not self.params:
             return [()]
+        writes = self.kind == STATUS
         return [(v.name,) for v in state.of_type(self.target) if _live(state, v)
-                and len(v.value["parents"]) == len(self.params) - 1]
+                and len(v.value["parents"]) == len(self.params) - 1 and not (writes and _unseen_under(state, v))]
 
     def apply(self, state, inputs, rng):
         op, model = self.op, self.scenario.model
@@ -130,6 +132,7 @@ class OperationAPI(API):
             code = f"{out} = {request}.status_code"
             if op.method == "DELETE" and inputs:  # (deletes of whole collections are no APIs)
                 state.extra.setdefault(GONE, []).append(inputs[0])
+        _observe(state, self, inputs, out, values)
         state.consume(used, self.name)
         return Call(self.name, used, [out], code, {"op": op.id})
 
@@ -143,7 +146,8 @@ class OperationAPI(API):
 
 class TakeId(API):
     """Local: the id of the first item of a listing's answer (a resource of the listed kind, with the listing's
-    parents), so that a later call can act on what a listing showed."""
+    parents), so that a later call can act on what a listing showed. Only from a listing of two items or more,
+    where the first is not also the last."""
 
     name = "take_id"
     phrases = ("take the id (`{key}`) of the first item in {in0_} as {out0_}",
@@ -158,7 +162,7 @@ class TakeId(API):
         return [f"{{nth}}id taken from a listing of {name_of(call.args['res'], self.scenario.model.operations)}s"]
 
     def bindings(self, state):
-        return [(v.name,) for v in state.of_type(ANSWER) if v.value and v.value["items"]
+        return [(v.name,) for v in state.of_type(ANSWER) if v.value and (v.value["items"] or 0) >= 2
                 and not any(p in state.extra.get(GONE, []) for p in v.value["parents"])]
 
     def apply(self, state, inputs, rng):
@@ -170,6 +174,31 @@ class TakeId(API):
         where = "".join(f"[{k!r}]" for k in model.listings[listing["op"]])
         key = model.id_key(res)
         return Call(self.name, [answer], [out], f"{out} = {answer}{where}[0][{key!r}]", {"res": res, "key": key})
+
+
+def _unseen_under(state: State, var: Var) -> bool:
+    """Whether what an earlier call wrote to this resource, or to one under it, has not been read since: writing
+    over it or deleting it would make that call dead (skipping it would change nothing a test sees)."""
+    unseen = state.extra.get(UNSEEN, [])
+    return var.name in unseen or any(var.name in state.vars[n].value["parents"] for n in unseen)
+
+
+def _observe(state: State, api: OperationAPI, inputs: tuple, out: str, values: list[str]) -> None:
+    """Keep `UNSEEN` up to date after a call: a write or a creation is unseen until a reader of the resource, or a
+    listing that holds it, reads it."""
+    unseen = state.extra.setdefault(UNSEEN, [])
+    if api.kind == "create":
+        unseen.append(out)
+    elif api.kind == STATUS and inputs:  # a write, or a delete (which a later delete of a parent would undo)
+        unseen.append(inputs[0])
+    elif api.op.method == "GET":
+        if inputs:
+            shown = [n for n in unseen if n == inputs[0]]
+        else:
+            shown = []
+        listed = resource(api.op.path) + "/{}"
+        shown += [n for n in unseen if state.vars[n].type == listed and state.vars[n].value["parents"] == values]
+        state.extra[UNSEEN] = [n for n in unseen if n not in shown]
 
 
 def _keys(keys):
@@ -251,7 +280,9 @@ class RestScenario(Scenario):
         return None
 
     def is_result(self, var):
-        return var.producer != INIT
+        """What calls made, less status codes: a successful write answers the same code every time, so two of them
+        in RESULT could be swapped and every test would pass; what a write did shows in the final state."""
+        return var.producer != INIT and var.type != STATUS
 
     def setup_code(self, state, constants):
         lines = ["import requests", "", f"BASE_URL = service_url()  # the {self.name} service for this test case",
