@@ -81,6 +81,23 @@ def half_width(text: str) -> float:
     return value
 
 
+def register_service(p: argparse.ArgumentParser, path: str) -> str:
+    """Register a service file's scenario and probe its service (`scenarios.rest`); its name. A file, service or
+    document that cannot be used ends the command with one line and exit status 2."""
+    from scenarios import get_scenario
+    from scenarios.rest.process import ServiceError
+    from scenarios.rest.registration import register
+    from scenarios.rest.schema import SpecError
+    from scenarios.rest.servicefile import ServiceFileError
+
+    try:
+        name = register(path)
+        get_scenario(name).model  # noqa: B018 - started and probed now, so that a failure is one line here
+    except (ServiceFileError, ServiceError, SpecError) as exc:
+        p.exit(2, f"{p.prog}: error: {exc}\n")
+    return name
+
+
 def parse_args(argv: list[str] | None = None) -> BuildConfig:
     return parse(argv)[0]
 
@@ -100,10 +117,16 @@ def parse(argv: list[str] | None = None) -> tuple[BuildConfig, bool]:
         epilog=__doc__.split("\n", 2)[2],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--scenarios", default=",".join(d.scenarios),
-                   help=f"comma-separated scenarios (default: all of {', '.join(scenario_names())}; also "
+    p.add_argument("--scenarios", default=None,
+                   help=f"comma-separated scenarios (default: all of {', '.join(scenario_names())}, or none when "
+                        f"--service is given; also "
                         f"{', '.join(sorted(set(scenario_names(examples=True)) - set(scenario_names())))}, the "
                         "worked example of docs/adding-a-scenario.md)")
+    p.add_argument("--service", action="append", default=[], metavar="FILE",
+                   help="a REST service's file (docs/services.md), or the name of one that comes with StateEval: "
+                        "its service is started and probed, and its tasks make a split named after the file's "
+                        "`name`; repeat for several, and combine with --scenarios (the dataset keeps a copy of each "
+                        "file and of the document read)")
     size = p.add_mutually_exclusive_group()
     size.add_argument("--n", type=int, default=None, help="programs fuzzed per scenario; rejected ones are dropped "
                       f"(default {d.n}: --precision {DEFAULT_PRECISION:g})")
@@ -184,7 +207,9 @@ def parse(argv: list[str] | None = None) -> tuple[BuildConfig, bool]:
         p.error("--match-pool applies to a fresh split only: add --fresh --against PREVIOUS")
     if problem := check_choice(a.executor, a.ray_address):
         p.error(problem)
-    names = [s.strip() for s in a.scenarios.split(",") if s.strip()]
+    services = [register_service(p, path) for path in a.service]
+    chosen = a.scenarios if a.scenarios is not None else "" if services else ",".join(d.scenarios)
+    names = [s.strip() for s in chosen.split(",") if s.strip()] + [s for s in services if s not in chosen.split(",")]
     unknown = [s for s in names if s not in scenario_names(examples=True)]
     if unknown or not names:
         p.error(f"unknown scenario(s) {unknown}; choose from {', '.join(scenario_names(examples=True))}")

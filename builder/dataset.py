@@ -166,6 +166,14 @@ def check_out(out: Path) -> None:
         raise DatasetError(f"{out} exists and is not a StateEval dataset; choose another --out or remove it")
 
 
+def save_services(folder: Path, scenarios: list[str]) -> None:
+    """The service files (and documents) of the scenarios made from one, kept in the dataset (see
+    `scenarios.rest.registration`)."""
+    from scenarios.rest.registration import save
+
+    save(folder, scenarios)
+
+
 def finish_dataset(folder: Path, out: Path, shards: dict[str, list[str]], info: dict, report: dict,
                    table1: str) -> dict:
     """Turn a build's folder of finished shards (`shards`: each scenario's sha256s, in order, written by
@@ -194,6 +202,7 @@ def finish_dataset(folder: Path, out: Path, shards: dict[str, list[str]], info: 
         # this builder's own version, which the installed distribution's metadata may not be (a checkout)
         "versions": {**library_versions("torch", "pyarrow", "datasets", "numpy"), "stateeval": __version__},
     }
+    save_services(folder, list(shards))
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     (folder / "README.md").write_text(render_card(manifest, table1, report))
     (folder / "build_report.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")

@@ -49,7 +49,9 @@ class CoverageRecorder:
 
 
 def pairs_for(state: State, api: API, binding: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted({(state.vars[v].producer, api.name) for v in binding}))
+    """The (producer, consumer) pairs a call exercises; a call with no inputs (an operation of a service's root,
+    such as a listing) pairs with the setup block."""
+    return tuple(sorted({(state.vars[v].producer, api.name) for v in binding})) or ((INIT, api.name),)
 
 
 def unused_results(state: State) -> dict[str, int]:

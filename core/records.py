@@ -221,6 +221,9 @@ def load_tasks(dataset: str, revision: str | None = None,
 
         folder = Path(snapshot_download(dataset, repo_type="dataset", revision=revision))
     manifest = verify_folder(folder)
+    from scenarios.rest.registration import register_folder
+
+    register_folder(folder)  # the scenarios of the service files its tasks were built from
     shards: dict[str, list[str]] = {}
     for rel in sorted(manifest["files"]):
         m = SHARD.fullmatch(rel)

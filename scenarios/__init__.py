@@ -34,7 +34,7 @@ def get_scenario(name: str) -> Scenario:
 
 def load_world(scenario: Scenario) -> World:
     """Instantiate a scenario's world (heavy: call only inside a sandbox worker)."""
-    return load_object(scenario.world)()
+    return scenario.make_world()
 
 
 __all__ = [

@@ -222,6 +222,13 @@ class Scenario(ABC):
     example: bool = False  # a worked example (docs/adding-a-scenario.md): built only when named, never by default
     tiers: tuple[str, ...] = (PAPER,)  # the tiers it can be built on; FRONTIER needs `frontier_plan`
 
+    def make_world(self) -> "World":
+        """A new instance of this scenario's world (heavy: only inside a sandbox worker); by default `world`'s class
+        called with no arguments."""
+        from scenarios.registry import load_object
+
+        return load_object(self.world)()
+
     @abstractmethod
     def initial_state(self, rng: random.Random) -> State:
         """A random initial state: variables declared in the setup block, with their stored values."""

@@ -58,6 +58,11 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         return list(self._entries)
 
+    def add(self, name: str, obj: T) -> None:
+        """Register an object made at run time (a scenario derived from a service file) under `name`."""
+        self._entries[name] = Entry(f"<registered at run time: {name}>")
+        self._loaded[name] = obj
+
     def get(self, name: str) -> T:
         """The object registered as `name`, imported on its first use."""
         if name not in self._loaded:

@@ -43,7 +43,8 @@ from core.statuses import CRASH, INFRA_ERROR
 ROOT = Path(__file__).resolve().parents[2]  # the repository (or site-packages) holding core/ and scenarios/
 
 # Environment variables a worker keeps; everything else (API keys, tokens, cloud credentials) is dropped.
-KEEP_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
+# STATEEVAL_SERVICES: the service files whose scenarios the workers register (`scenarios.rest.registration`)
+KEEP_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "STATEEVAL_SERVICES")
 
 
 @dataclass

@@ -87,6 +87,7 @@ from core.statuses import (
                            TIMEOUT,
                            )
 from scenarios import get_scenario, load_world
+from scenarios.rest.registration import register_environment
 from scenarios.base import canonical_json
 from scenarios.calling import Tracer, run_calls, setup_handles, submitted
 from scenarios.trace import Recorder, bind
@@ -437,6 +438,7 @@ class Runner:
         folder: removing that folder, as the harness does after a worker it stopped or lost, removes them too."""
         tempfile.tempdir = self.home
         try:
+            register_environment()  # the scenarios of the harness's service files (STATEEVAL_SERVICES)
             return load_world(get_scenario(scenario))
         finally:
             tempfile.tempdir = None

@@ -1,0 +1,324 @@
+"""The state machine of a scenario derived from a service file: one API per operation of its document.
+
+Variables: a resource's value (`bucket1`: declared in the setup block when the population made it, or the id a
+creator's answer holds), a request body (`body1`: drawn from the operation's schema and declared in the setup block,
+so that a redrawn input sends other values), an answer (`answer1`: what a reader, or a POST that makes nothing
+named, answered, as JSON) and a status code (`status1`: what an update or a delete answered). A resource's value
+knows its parents (`{"parents": [...]}`, the variables of the resources before it in its path), so that a call on a
+record names its bucket and collection too. A deleted resource, and whatever lies under it, is no longer used.
+
+The model (`scenarios.rest.model`) comes from a running instance of the service, started once per process when the
+builder first asks for the APIs; the harness, which only compares, never starts it.
+"""
+
+from __future__ import annotations
+
+import random
+from functools import cached_property
+
+from scenarios.base import API, INIT, PAPER, Asset, Call, Scenario, State, Var, canonical_json, join_names, setup_block
+from scenarios.rest.model import ASSET, Model, draw, is_item, path_parameters, resource
+from scenarios.rest.openapi import Operation
+from scenarios.rest.servicefile import ServiceFile
+
+BODY, ANSWER, STATUS = "body", "answer", "status"
+GONE = "gone"  # state.extra: the names of resources deleted
+UNSEEN = "unseen"  # state.extra: resources written or made that no reader has read since
+
+
+def name_of(res: str, operations: list[Operation]) -> str:
+    """A variable prefix for a resource: the name its parameters have (`bucket_id` -> `bucket`), else the word
+    before it in the path, singular (`records/{id}` -> `record`)."""
+    for op in operations:
+        for i, p in enumerate(path_parameters(op)):
+            if resource(op.path, i) == res and p != "id":
+                base = p[:-3] if p.endswith("_id") else p[:-2] if p.endswith("Id") and len(p) > 2 else p
+                return _identifier(base)
+    words = [w for w in res.strip("/").split("/") if w != "{}"]
+    word = words[-1] if words else "item"
+    return _identifier(word[:-1] if word.endswith("s") and len(word) > 3 else word)
+
+
+def _identifier(text: str) -> str:
+    out = "".join(c if c.isalnum() else "_" for c in text.lower()).strip("_") or "item"
+    return out if out[0].isalpha() else "v" + out
+
+
+def _live(state: State, var: Var) -> bool:
+    gone = state.extra.get(GONE, [])
+    return var.name not in gone and not any(p in gone for p in var.value["parents"])
+
+
+class OperationAPI(API):
+    """One operation: its bindings are the live resources its deepest path parameter can take; a body is drawn
+    from its schema and declared in the setup block."""
+
+    def __init__(self, scenario: "RestScenario", op: Operation):
+        self.scenario, self.op, self.name = scenario, op, op.id
+        self.params = path_parameters(op)
+        self.target = resource(op.path, len(self.params) - 1) if self.params else None
+        what = (op.summary or (op.description or "").split(".")[0]).strip().rstrip(".")
+        self.what = what[0].lower() + what[1:] if what else ""
+        shown = f"{op.method} {op.path}".replace("{", "{{").replace("}", "}}")  # the templates are formatted
+        self.label = f"`{shown}`"
+        made = scenario.model.creates(op)
+        self.makes = made
+        self.kind = "create" if made else ANSWER if op.method in ("GET", "HEAD", "POST") else STATUS
+        target = "{target}" if self.params else ""
+        body = (" and the JSON body {body}" if self.params else " with the JSON body {body}") if self.has_body else ""
+        if self.kind == "create":
+            where = ".".join(scenario.model.id_fields[op.id])
+            keep = f"keep the new id (`{where}` of the answer) as {{out0_}}"
+            nkeep, vkeep = "", ""
+            self.noun = f"{{nth}}new {name_of(made, scenario.model.operations)}"
+        elif self.kind == ANSWER:
+            keep = "keep its JSON answer as {out0_}"
+            nkeep, vkeep = "", ""
+            self.noun = f"{{nth}}answer of {shown}"
+        else:
+            keep = "keep the HTTP status code as {out0_}"
+            nkeep, vkeep = "", ""
+            self.noun = f"{{nth}}status code of {shown}"
+        doing = f" ({self.what})" if self.what else ""
+        self.phrases = (f"send {self.label}{doing}{target}{body}, and {keep}",
+                        f"call {self.label}{target}{body}; {keep}")
+        self.natural = (f"call {self.label}{doing}{target}{body}{nkeep}",
+                        f"send {self.label}{target}{body}{nkeep}")
+        self.vague = (f"use {self.label}{target}{body}{vkeep}",)
+
+    @property
+    def has_body(self) -> bool:
+        return self.op.body is not None and self.op.method in ("POST", "PUT", "PATCH")
+
+    def bindings(self, state):
+        if not self.params:
+            return [()]
+        writes = self.kind == STATUS
+        return [(v.name,) for v in state.of_type(self.target) if _live(state, v)
+                and len(v.value["parents"]) == len(self.params) - 1 and not (writes and _unseen_under(state, v))]
+
+    def apply(self, state, inputs, rng):
+        op, model = self.op, self.scenario.model
+        values = []
+        if inputs:
+            var = state.vars[inputs[0]]
+            values = [*var.value["parents"], var.name]
+        url = op.path
+        for name, value in zip(self.params, values):
+            url = url.replace("{" + name + "}", "{" + value + "}", 1)
+        used = list(values)  # the resource and its parents: every variable the path names
+        extra = ""
+        if self.has_body:
+            body = state.fresh(BODY)
+            state.declare(Var(body, BODY, draw(op.body.schema, rng, _keys(model.body_keys.get(op.id)))))
+            state.extra.setdefault("bodies", {})[body] = op.id
+            used.append(body)
+            extra = f", json={body}"
+        request = f'requests.{op.method.lower()}(f"{{BASE_URL}}{url}"{extra}, headers=HEADERS)'
+        if self.kind == "create":
+            out = state.produce(name_of(self.makes, model.operations), self.makes, {"parents": values}, self.name)
+            where = "".join(f"[{k!r}]" for k in model.id_fields[op.id])
+            code = f"{out} = {request}.json(){where}"
+        elif self.kind == ANSWER:
+            listed = resource(op.path) + "/{}"
+            items = None
+            if op.id in model.listings:  # how many items the listing holds, as far as the variables say
+                items = sum(1 for v in state.of_type(listed) if _live(state, v) and v.value["parents"] == values)
+            out = state.produce(ANSWER, ANSWER, {"op": op.id, "items": items, "parents": values, "res": listed},
+                                self.name)
+            code = f"{out} = {request}.json()"
+        else:
+            out = state.produce(STATUS, STATUS, None, self.name)
+            code = f"{out} = {request}.status_code"
+            if op.method == "DELETE" and inputs:  # (deletes of whole collections are no APIs)
+                state.extra.setdefault(GONE, []).append(inputs[0])
+        _observe(state, self, inputs, out, values)
+        state.consume(used, self.name)
+        return Call(self.name, used, [out], code, {"op": op.id})
+
+    def describe(self, call):
+        d = super().describe(call)
+        names = call.inputs[: len(self.params)]
+        d["target"] = " with " + ", ".join(f"`{p}` = `{n}`" for p, n in zip(self.params, names)) if names else ""
+        d["body"] = d[f"in{len(call.inputs) - 1}_"] if self.has_body else ""
+        return d
+
+
+class TakeId(API):
+    """Local: the id of the first item of a listing's answer (a resource of the listed kind, with the listing's
+    parents), so that a later call can act on what a listing showed. Only from a listing of two items or more,
+    where the first is not also the last."""
+
+    name = "take_id"
+    phrases = ("take the id (`{key}`) of the first item in {in0_} as {out0_}",
+               "let {out0_} be the id (`{key}`) of the first item of {in0_}")
+    natural = ("take the id (`{key}`) of the first item in {in0_}",)
+    vague = ("note the id (`{key}`) of the first item in {in0_}",)
+
+    def __init__(self, scenario: "RestScenario"):
+        self.scenario = scenario
+
+    def nouns(self, call):
+        return [f"{{nth}}id taken from a listing of {name_of(call.args['res'], self.scenario.model.operations)}s"]
+
+    def bindings(self, state):
+        return [(v.name,) for v in state.of_type(ANSWER) if v.value and (v.value["items"] or 0) >= 2
+                and not any(p in state.extra.get(GONE, []) for p in v.value["parents"])]
+
+    def apply(self, state, inputs, rng):
+        (answer,) = inputs
+        listing, model = state.vars[answer].value, self.scenario.model
+        res = listing["res"]
+        out = state.produce(name_of(res, model.operations), res, {"parents": listing["parents"]}, self.name)
+        state.consume(inputs, self.name)
+        where = "".join(f"[{k!r}]" for k in model.listings[listing["op"]])
+        key = model.id_key(res)
+        return Call(self.name, [answer], [out], f"{out} = {answer}{where}[0][{key!r}]", {"res": res, "key": key})
+
+
+def _unseen_under(state: State, var: Var) -> bool:
+    """Whether what an earlier call wrote to this resource, or to one under it, has not been read since: writing
+    over it or deleting it would make that call dead (skipping it would change nothing a test sees)."""
+    unseen = state.extra.get(UNSEEN, [])
+    return var.name in unseen or any(var.name in state.vars[n].value["parents"] for n in unseen)
+
+
+def _observe(state: State, api: OperationAPI, inputs: tuple, out: str, values: list[str]) -> None:
+    """Keep `UNSEEN` up to date after a call: a write or a creation is unseen until a reader of the resource, or a
+    listing that holds it, reads it."""
+    unseen = state.extra.setdefault(UNSEEN, [])
+    if api.kind == "create":
+        unseen.append(out)
+    elif api.kind == STATUS and inputs:  # a write, or a delete (which a later delete of a parent would undo)
+        unseen.append(inputs[0])
+    elif api.op.method == "GET":
+        if inputs:
+            shown = [n for n in unseen if n == inputs[0]]
+        else:
+            shown = []
+        listed = resource(api.op.path) + "/{}"
+        shown += [n for n in unseen if state.vars[n].type == listed and state.vars[n].value["parents"] == values]
+        state.extra[UNSEEN] = [n for n in unseen if n not in shown]
+
+
+def _keys(keys):
+    return None if keys is None else tuple(keys)
+
+
+class RestScenario(Scenario):
+    """A scenario built from a service file (see the module docstring); `model` is probed on first use."""
+
+    world = "scenarios.rest.world:RestWorld"
+    confusions = {"requests.put": ("requests.patch", "requests.post"), "requests.patch": ("requests.put",),
+                  "requests.post": ("requests.put",), "requests.delete": ("requests.get",)}
+
+    def __init__(self, file: ServiceFile):
+        self.file = file
+        self.name = file.name
+
+    @cached_property
+    def model(self) -> Model:
+        from scenarios.rest.model import probe
+        from scenarios.rest.process import Service
+
+        with Service(self.file) as service:
+            self.document = service.spec()
+            return probe(self.file, service, service.operations())
+
+    @cached_property
+    def operation_apis(self) -> tuple[OperationAPI, ...]:
+        """The operations kept as APIs: those the probe could call, less the deletes of whole collections."""
+        model = self.model
+        return tuple(OperationAPI(self, op) for op in model.operations
+                     if op.id not in model.broken and op.method in ("GET", "POST", "PUT", "PATCH", "DELETE")
+                     and not (op.method == "DELETE" and not is_item(op)))
+
+    @cached_property
+    def apis(self):
+        return self.operation_apis + ((TakeId(self),) if self.model.listings else ())
+
+    def make_world(self):
+        from scenarios.rest.world import RestWorld
+
+        return RestWorld(self.file)
+
+    def initial_state(self, rng):
+        state = State()
+        seed = rng.getrandbits(31)
+        self._populate(state, seed)
+        return state
+
+    def _populate(self, state: State, seed: int) -> None:
+        """Declare the population's resources for `seed` (each with its parents) and store the seed."""
+        model = self.model
+        by_value: dict[tuple, str] = {}
+        order = []
+        for res, value, parents in model.population_values(seed):
+            parent_names = [by_value[(resource_prefix(res, i), tuple(parents[: i + 1]))]
+                            for i in range(len(parents))]
+            name = state.fresh(name_of(res, model.operations))
+            state.declare(Var(name, res, {"parents": parent_names, "value": value}))
+            by_value[(res, tuple([*parents, value]))] = name
+            order.append(name)
+        state.extra["population"] = order
+        state.assets[ASSET] = Asset(ASSET, ASSET, {"seed": seed}, b"")
+
+    def redraw(self, state, rng):
+        twin = state.branch_copy()
+        seed = rng.getrandbits(31)
+        fresh = State()
+        self._populate(fresh, seed)
+        for old, new in zip(state.extra.get("population", []), fresh.extra["population"]):
+            twin.vars[old].value = {**twin.vars[old].value, "value": fresh.vars[new].value["value"]}
+        twin.assets[ASSET] = fresh.assets[ASSET]
+        for body, op_id in state.extra.get("bodies", {}).items():
+            op = self.model.op(op_id)
+            twin.vars[body].value = draw(op.body.schema, rng, _keys(self.model.body_keys.get(op_id)))
+        return twin
+
+    def condition(self, state, var, rng):
+        return None
+
+    def is_result(self, var):
+        """What calls made, less status codes: a successful write answers the same code every time, so two of them
+        in RESULT could be swapped and every test would pass; what a write did shows in the final state."""
+        return var.producer != INIT and var.type != STATUS
+
+    def setup_code(self, state, constants):
+        lines = ["import requests", "", f"BASE_URL = service_url()  # the {self.name} service for this test case",
+                 "HEADERS = service_headers()  # the headers every request sends"]
+        for name in state.inits:
+            var = state.vars[name]
+            value = var.value["value"] if var.type != BODY else var.value
+            lines.append(f"{name} = {value!r}")
+        return setup_block(lines, constants)
+
+    def describe_init(self, state):
+        return (f"The setup block sets `BASE_URL` to the address of the {self.name} service and `HEADERS` to the "
+                f"headers every request sends, and defines {join_names(state.inits)}.")
+
+    def api_doc(self, tier: str = PAPER) -> str:
+        model = self.model
+        lines = [f"# The {self.name} service", "",
+                 "Send every request to `BASE_URL` + the path, with `headers=HEADERS`, using `requests`. Bodies are "
+                 "JSON (`json=...`).", ""]
+        for api in self.operation_apis:
+            op = api.op
+            lines.append(f"## `{op.method} {op.path}`")
+            if api.what:
+                lines.append(api.what[0].upper() + api.what[1:] + ".")
+            if api.params:
+                lines.append("Path parameters: " + ", ".join(f"`{p}`" for p in api.params) + ".")
+            if api.kind == "create":
+                lines.append(f"Answers the new item; its id is `{'.'.join(model.id_fields[op.id])}`.")
+            lines.append("")
+        return "\n".join(lines)
+
+    def scratch_assets(self, assets, rng):
+        return [{**a, "meta": canonical_json({"seed": rng.getrandbits(31)})} if a["kind"] == ASSET else a
+                for a in assets]
+
+
+def resource_prefix(res: str, i: int) -> str:
+    """The resource of the `i`-th parameter of a resource's path."""
+    return resource(res.replace("{}", "{x}"), i)

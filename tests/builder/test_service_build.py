@@ -1,0 +1,86 @@
+"""`python -m builder --service FILE`: a verified split built from a service file alone, scored 100% by its reference
+through `python -m evaluate` with no extra flag (the dataset keeps the file), the same bytes from the same seed, and
+one line with exit status 2 for a file or service that cannot be used.
+
+Kinto needs the rest extra (pip install -e ".[rest]"); its tests are skipped without it unless
+STATEEVAL_REQUIRE_REST is set. The session service's file is built from a copy under another name: `session` is
+the hand-built scenario's.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.scenarios.rest.conftest import write_service
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVICES = ROOT / "scenarios" / "rest" / "services"
+SMALL = ["--seed", "0", "--mutants", "3", "--probes", "1", "--redraws", "2"]
+needs_kinto = pytest.mark.skipif(importlib.util.find_spec("kinto") is None
+                                 and not os.environ.get("STATEEVAL_REQUIRE_REST"),
+                                 reason="needs the rest extra: pip install -e '.[rest]'")
+
+
+def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "STATEEVAL_SERVICES"}
+    return subprocess.run([sys.executable, "-m", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=900)
+
+
+def build(service: str, out: Path, n: int) -> dict:
+    done = run("builder", "--service", service, "--n", str(n), *SMALL, "--out", str(out))
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads((out / "MANIFEST.json").read_text())
+
+
+def reference_score(dataset: Path, results: Path) -> dict:
+    done = run("evaluate", "--dataset", str(dataset), "--model", "reference", "--out", str(results))
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(next(results.rglob("results.json")).read_text())
+
+
+@needs_kinto
+def test_kinto_builds_the_same_verified_split_twice_and_its_reference_scores_100(tmp_path):
+    first = build("kinto", tmp_path / "a", 4)
+    second = build(str(SERVICES / "kinto.toml"), tmp_path / "b", 4)
+    assert first["counts"]["kinto"] >= 3
+    assert first["content_hash"] == second["content_hash"], "same seed, same service: the same bytes"
+    for name in ("kinto.toml", "kinto.openapi.json"):
+        assert (tmp_path / "a" / "services" / name).read_bytes() == (tmp_path / "b" / "services" / name).read_bytes()
+    shards = b"".join(p.read_bytes() for p in sorted((tmp_path / "a").rglob("*.parquet")))
+    assert b"<made-" in shards, "the ids Kinto made are stored renamed"
+
+    report = reference_score(tmp_path / "a", tmp_path / "results")
+    assert report["summary"]["overall"]["pass@1"] == 1.0
+    assert [s["status"] for s in report["samples"]] == ["pass"] * 4
+
+
+def test_the_session_services_file_builds_a_split_its_reference_passes(tmp_path):
+    text = (SERVICES / "session.toml").read_text().replace('name = "session"', 'name = "session_http"', 1)
+    (tmp_path / "session_http.toml").write_text(text)
+    manifest = build(str(tmp_path / "session_http.toml"), tmp_path / "data", 2)
+    assert manifest["counts"]["session_http"] >= 1
+    report = reference_score(tmp_path / "data", tmp_path / "results")
+    assert report["summary"]["overall"]["pass@1"] == 1.0
+
+
+@pytest.mark.parametrize("problem", ["missing", "taken", "dead"])
+def test_a_service_that_cannot_be_used_is_one_line_and_exit_2(tmp_path, problem):
+    if problem == "missing":
+        path, named = tmp_path / "nowhere.toml", "cannot be read"
+    elif problem == "taken":
+        path, named = SERVICES / "session.toml", "is already a scenario's name"
+    else:
+        path = write_service(tmp_path, start=["{python}", "-c", "raise SystemExit(3)"], ready_timeout_s=20)
+        named = "exited"
+    done = run("builder", "--service", str(path), "--n", "1", "--out", str(tmp_path / "out"))
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert named in done.stderr and not (tmp_path / "out").exists()
