@@ -60,6 +60,20 @@ def interruptible() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def running(name: str, besides: set[int] = frozenset()) -> int | None:
+    """The pid of a live process called `name` (its /proc comm, which a job sets with PR_SET_NAME), other than
+    `besides`, or None: how a test (or a script it runs) knows that a job it started is running."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) not in besides:
+            try:
+                with open(f"/proc/{entry}/comm") as f:
+                    if f.read().strip() == name:
+                        return int(entry)
+            except OSError:
+                pass
+    return None
+
+
 def pytest_sessionfinish(session, exitstatus) -> None:
     shutil.rmtree(HF_CACHE, ignore_errors=True)
 

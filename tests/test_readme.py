@@ -1,6 +1,7 @@
 """The commands the README, the set-up page and the adding-a-scenario page show, run as written: every command in their bash blocks is either
-run here (the default-size builds behind `slow`) or named below with what it needs that these machines lack (a
-GPU, a hosted model, a model's run, a Ray cluster); a command a page adds or drops fails the listing test.
+run here (the README's full-size fresh split behind `e2e`, which `.ci/run` runs after the default run; the
+default-size builds behind `slow`) or named below with what it needs that these machines lack (a GPU, a hosted
+model, a model's run, a Ray cluster); a command a page adds or drops fails the listing test.
 
 They run in a scratch folder where `stateeval` is a copy of the tests' small dataset (the README's first command
 builds the full one; `.ci/run` and the set-up check run that) and `answers.jsonl` holds the reference programs.
@@ -28,8 +29,9 @@ SET_UP = {  # run by .ci/run and on a fresh machine before the tests (the tests 
 HOSTED = "a hosted model (OPENAI_API_KEY)"
 LOAD = "python -c \"from datasets import load_dataset; print(load_dataset('stateeval'))\""
 # Per page: the commands run in the default test run, in order (a later one reads what an earlier one wrote); the
-# slower ones (default-size builds), each run with `pytest -m slow`; and what each other command needs that these
-# machines lack.
+# full-size builds that read the same folder, each run with `pytest -m e2e` (which `.ci/run` runs; what they do is
+# tested on small builds in the default run); the slower ones (default-size builds), each run with `pytest -m slow`;
+# and what each other command needs that these machines lack.
 PAGES = {
     "README.md": {
         "cheap": [
@@ -37,8 +39,9 @@ PAGES = {
             "python -m evaluate --model reference --dataset stateeval",
             "python -m evaluate --samples answers.jsonl --dataset stateeval",
             "python -m evaluate.report results/reference/local results/answers/local",
-            "python -m builder --fresh --against stateeval --out stateeval-fresh",  # a full-size build, about 30 s
         ],
+        # a full-size build, about 30 s; tests/builder/test_fresh.py builds fresh splits on small ones
+        "e2e": ["python -m builder --fresh --against stateeval --out stateeval-fresh"],
         "slow": [],
         "elsewhere": {
             "python -m evaluate --model gpt-4.1-nano --n-samples 5 --temperature 0.8": HOSTED,
@@ -63,6 +66,7 @@ PAGES = {
             "python -m builder --scenarios bank --n 6 --seed 1 --out bank",
             "python -m evaluate --model reference --dataset bank",
         ],
+        "e2e": [],
         "slow": [],
         "elsewhere": {},
     },
@@ -74,6 +78,7 @@ PAGES = {
             "python -m evaluate --model reference --variant steps",
             "python -m evaluate.report results/reference/local results/answers/local --plot figures",
         ],
+        "e2e": [],
         "slow": [
             "python -m builder --scenarios tensor,session,voice --n 60 --seed 0 --out stateeval",
             "python -m builder --precision 0.05 --out stateeval-large",
@@ -111,7 +116,7 @@ def page_commands(page: str) -> list[str]:
 @pytest.mark.parametrize("page", PAGES)
 def test_every_command_is_run_or_says_why_not(page):
     kinds = PAGES[page]
-    listed = SET_UP | set(kinds["cheap"]) | set(kinds["slow"]) | set(kinds["elsewhere"])
+    listed = SET_UP | set(kinds["cheap"]) | set(kinds["e2e"]) | set(kinds["slow"]) | set(kinds["elsewhere"])
     shown = page_commands(page)
     assert [c for c in shown if c not in listed] == []
     assert [c for c in listed if c not in shown and c not in SET_UP] == []  # nothing stale here either
@@ -175,11 +180,19 @@ def test_the_cheap_commands_run_as_written(page, scratch, small_tasks):
             assert "| reference |" in done.stdout and "| answers |" in done.stdout
         elif command.startswith("python -m builder --scenarios bank"):
             assert "bank: kept 6 of 6 programs" in done.stdout
-        elif "--fresh" in command:
-            config = json.loads((scratch / "stateeval-fresh" / "MANIFEST.json").read_text())["config"]
-            assert config["fresh"] and config["against"] == ["stateeval"]
     if "--plot figures" in " ".join(PAGES[page]["cheap"]):
         assert (scratch / "figures" / "pass_at_1_by_run.png").is_file()
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("command", [c for kinds in PAGES.values() for c in kinds["e2e"]])
+def test_the_full_size_commands_run_as_written(command, scratch):
+    run(command, scratch)
+    out = shlex.split(command)[shlex.split(command).index("--out") + 1]
+    manifest = json.loads((scratch / out / "MANIFEST.json").read_text())
+    assert manifest["counts"]
+    if "--fresh" in command:
+        assert manifest["config"]["fresh"] and manifest["config"]["against"] == ["stateeval"]
 
 
 @pytest.mark.slow

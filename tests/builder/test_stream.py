@@ -48,9 +48,10 @@ def sharded_build(tmp_path_factory):
     peak = dict(live)
 
     def track(kind: str, obj) -> None:
-        gc.collect()  # count what is still reachable, not what a cycle keeps until the next collection
         live[kind] += 1
-        peak[kind] = max(peak[kind], live[kind])
+        if live[kind] > peak[kind]:  # a new peak, unless garbage a cycle keeps until the next collection counts:
+            gc.collect()  # collect it first (a full collection is slow, and only a would-be peak needs one)
+            peak[kind] = max(peak[kind], live[kind])
         weakref.finalize(obj, lambda: live.__setitem__(kind, live[kind] - 1))
 
     real_record, real_draft = pipeline.to_record, pipeline.Draft

@@ -29,7 +29,8 @@ from core.records import load_tasks
 from core.sandbox.executor import ExecutorError, make_executor
 from core.sandbox.harness import Job, Limits
 from evaluate.run import EvalConfig, run
-from tests.conftest import interruptible
+from core.sandbox.harness import Job, Limits
+from tests.conftest import interruptible, running
 
 HAVE_RAY = importlib.util.find_spec("ray") is not None
 if not HAVE_RAY and os.environ.get("STATEEVAL_REQUIRE_RAY") == "1":
@@ -117,23 +118,10 @@ def _ppid(pid: int) -> int:
         return int(f.read().rpartition(")")[2].split()[1])
 
 
-def _running(name: str, besides: set[int] = frozenset()) -> int | None:
-    """The pid of a process called `name` (other than `besides`), or None."""
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) not in besides:
-            try:
-                with open(f"/proc/{entry}/comm") as f:
-                    if f.read().strip() == name:
-                        return int(entry)
-            except OSError:
-                pass
-    return None
-
-
 def _kill_actor_running(name: str, besides: set[int]) -> int:
     """SIGKILL the Ray actor process whose worker runs the job called `name`; return that job's pid."""
     deadline = time.monotonic() + 300
-    while (child := _running(name, besides)) is None:
+    while (child := running(name, besides)) is None:
         assert time.monotonic() < deadline, "the slow job never started"
         time.sleep(0.01)
     actor = _ppid(_ppid(child))  # the job's child -> the worker -> the actor that started it
@@ -202,7 +190,7 @@ def test_a_worker_killed_inside_an_actor_runs_its_job_again_on_a_fresh_one(ray_i
         runner.start()
         try:
             deadline = time.monotonic() + 300
-            while (child := _running(name)) is None:
+            while (child := running(name)) is None:
                 assert time.monotonic() < deadline, "the slow job never started"
                 time.sleep(0.01)
             worker = _ppid(child)
@@ -219,7 +207,7 @@ def test_a_worker_killed_inside_an_actor_runs_its_job_again_on_a_fresh_one(ray_i
 
 def _wait_until_gone(name: str) -> None:
     deadline = time.monotonic() + 120  # a bound on how long a process takes to end, not a speed check
-    while _running(name) is not None:
+    while running(name) is not None:
         assert time.monotonic() < deadline, f"a process called {name} is still running"
         time.sleep(0.1)
 
@@ -275,10 +263,11 @@ def test_ctrl_c_stops_a_ray_run_and_its_jobs():
         "from core.records import TestCase\n"
         "from core.sandbox.executor import make_executor\n"
         "from core.sandbox.harness import Job, Limits\n"
-        "from tests.core.test_ray_executor import _running, _slow\n"
+        "from tests.conftest import running\n"
+        "from tests.core.test_ray_executor import _slow\n"
         f"SLOW = {SLOW!r}\n"
         "def interrupt():\n"
-        "    while (pid := _running(SLOW)) is None:\n"
+        "    while (pid := running(SLOW)) is None:\n"
         "        time.sleep(0.01)\n"
         "    print('job', pid, flush=True)\n"
         "    signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # this thread, not the main one\n"

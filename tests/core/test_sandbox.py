@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import threading
 import time
@@ -414,19 +415,23 @@ def test_ctrl_c_that_reaches_another_thread_still_stops_the_run(tmp_path):
     import subprocess
     import sys
 
+    name = f"stop-{secrets.token_hex(5)}"  # the job's process name: this test's own (15 characters at most)
+    job = f"import ctypes, time\nctypes.CDLL(None).prctl(15, b'{name}', 0, 0, 0)  # PR_SET_NAME\ntime.sleep(600)\n"
     script = (
         "import signal, threading, time\n"
         "from core.sandbox.harness import Job, Limits, Sandbox\n"
         "from core.records import TestCase\n"
+        "from tests.conftest import running\n"
         "case = TestCase('original', 'main', '{}', '', [])\n"
         "def interrupt():\n"
-        "    time.sleep(3)\n"
+        f"    while running({name!r}) is None:  # the job runs: the main thread waits for it\n"
+        "        time.sleep(0.01)\n"
         "    signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # this thread, not the main one\n"
         "    time.sleep(120)\n"
         "threading.Thread(target=interrupt, daemon=True).start()\n"
         "with Sandbox(workers=1, limits=Limits(timeout_s=600)) as sandbox:\n"
         "    try:\n"
-        "        sandbox.run_untrusted([Job('k', 'tensor', 'import time\\ntime.sleep(600)\\nRESULT = 1\\n', case)])\n"
+        f"        sandbox.run_untrusted([Job('k', 'tensor', {job!r}, case)])\n"
         "    except KeyboardInterrupt:\n"
         "        print('interrupted', time.monotonic(), flush=True)\n"
         "        raise SystemExit(130)\n"

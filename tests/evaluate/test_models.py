@@ -97,11 +97,11 @@ def test_ctrl_c_that_reaches_another_thread_stops_an_openai_run(tmp_path):
     """The kernel may hand SIGINT to any thread (the resolver's, here a thread of the test's own): a run waiting on a
     model that never answers must still stop, rather than wait for the request's ten-minute timeout."""
     script = (
-        "import signal, sys, threading, time\n"
+        "import signal, sys, threading\n"
         "from core.backends import Request, Sampling\n"
         "from core.backends.openai_api import OpenAIBackend\n"
         "def interrupt():\n"
-        "    time.sleep(3)\n"
+        "    sys.stdin.readline()  # a line from the test: the request reached the server, the run waits for it\n"
         "    signal.pthread_kill(threading.get_ident(), signal.SIGINT)\n"
         "threading.Thread(target=interrupt, daemon=True).start()\n"
         "backend = OpenAIBackend('scripted', base_url=sys.argv[1], timeout_s=600)\n"
@@ -112,13 +112,21 @@ def test_ctrl_c_that_reaches_another_thread_stops_an_openai_run(tmp_path):
         "    raise SystemExit(130)\n"
     )
     release = threading.Event()
-    with ScriptedServer(lambda body: release.wait(300) and "late") as server:
+    arrived, tell = os.pipe()  # the script's stdin
+
+    def hold(body):
+        os.write(tell, b"arrived\n")
+        return release.wait(300) and "late"
+
+    with ScriptedServer(hold) as server:
         try:
-            proc = subprocess.run([sys.executable, "-c", script, server.base_url], capture_output=True, text=True,
-                                  timeout=240, env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=ROOT,
+            proc = subprocess.run([sys.executable, "-c", script, server.base_url], stdin=arrived, capture_output=True,
+                                  text=True, timeout=240, env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=ROOT,
                                   preexec_fn=interruptible)
         finally:
             release.set()
+            os.close(arrived)
+            os.close(tell)
     assert proc.returncode == 130 and proc.stdout.startswith("interrupted"), (proc.stdout, proc.stderr[-2000:])
 
 
