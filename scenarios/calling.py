@@ -174,6 +174,10 @@ class Tracer:
         self.handles = handles
         self.plain = plain
         self.calls: list[dict] = []
+        # A world whose values reach the program as copies (ids parsed out of a JSON answer, answers parsed again)
+        # sets this: a value no handle holds as the very object is then named by the first place that holds an
+        # equal one, reached inside (`r1['body']['data']['id']`).
+        self.by_value = False
 
     def name_of(self, value: Any) -> str | None:
         """The handle that holds this very object (or a list item of one), if any."""
@@ -187,6 +191,11 @@ class Tracer:
                 for i, item in enumerate(held):
                     if item is value and not isinstance(value, (str, int, float, bool, type(None))):
                         return f"{name}[{i}]"
+        if self.by_value and isinstance(value, (str, dict, list)) and value:
+            for name, held in self.handles.items():
+                found = _place_of(value, held, name)
+                if found is not None:
+                    return found
         return None
 
     def argument(self, value: Any, handle: bool):
@@ -222,9 +231,28 @@ class Tracer:
         items = []
         for value in result if isinstance(result, (list, tuple)) else [result]:
             name = self._name_of(value)
-            if name is not None and not isinstance(value, (str, int, float, bool, type(None))):
+            if name is not None and (self.by_value or not isinstance(value, (str, int, float, bool, type(None)))):
                 items.append(name)
             else:
                 plain = self.plain(value)
                 items.append({"value": plain} if isinstance(plain, str) else plain)
         return items
+
+
+def _place_of(value: Any, held: Any, at: str, depth: int = 0) -> str | None:
+    """The reference to the first place inside `held` (depth first, in order) that equals `value`."""
+    if type(held) is type(value) and held == value:
+        return at
+    if depth >= 8:
+        return None
+    if isinstance(held, dict):
+        items = [(f"{at}[{k!r}]", v) for k, v in held.items() if isinstance(k, str) and "'" not in k]
+    elif isinstance(held, list):
+        items = [(f"{at}[{i}]", v) for i, v in enumerate(held)]
+    else:
+        return None
+    for place, inner in items:
+        found = _place_of(value, inner, place, depth + 1)
+        if found is not None:
+            return found
+    return None

@@ -17,8 +17,10 @@ import random
 from functools import cached_property
 
 from scenarios.base import API, INIT, PAPER, Asset, Call, Scenario, State, Var, canonical_json, join_names, setup_block
+from scenarios.calling import ToolSpec
 from scenarios.rest.model import ASSET, Model, draw, is_item, path_parameters, resource
 from scenarios.rest.openapi import Operation
+from scenarios.rest.schema import to_json
 from scenarios.rest.servicefile import ServiceFile
 
 BODY, ANSWER, STATUS = "body", "answer", "status"
@@ -88,7 +90,7 @@ class OperationAPI(API):
 
     @property
     def has_body(self) -> bool:
-        return self.op.body is not None and self.op.method in ("POST", "PUT", "PATCH")
+        return sends_body(self.op)
 
     def bindings(self, state):
         if not self.params:
@@ -205,6 +207,47 @@ def _keys(keys):
     return None if keys is None else tuple(keys)
 
 
+# ------------------------------------------------------------------------------------ the same API as tools
+
+CALLABLE = ("GET", "POST", "PUT", "PATCH", "DELETE")
+MAX_DESCRIPTION = 1000  # characters of an operation's description a tool repeats
+ANSWERS = ' Answers {"status": the HTTP status code, "body": the JSON answer or null}.'
+
+
+def kept_operations(model: Model) -> list[Operation]:
+    """The operations served as APIs and tools: those the probe could call, less the deletes of whole
+    collections."""
+    return [op for op in model.operations if op.id not in model.broken and op.method in CALLABLE
+            and not (op.method == "DELETE" and not is_item(op))]
+
+
+def sends_body(op: Operation) -> bool:
+    return op.body is not None and op.method in ("POST", "PUT", "PATCH")
+
+
+def tool_spec(op: Operation, model: Model) -> ToolSpec:
+    """One kept operation as a tool: named by its operation id, with its path and query parameters and its JSON body
+    (`body`) as parameters. Path parameters and `body` take handles: the id a creator answered is
+    `r<k>['body']` and the path the answer gives it in (`Model.id_fields`)."""
+    props, required = {}, []
+    for p in op.parameters:
+        if p.location in ("path", "query"):
+            props[p.name] = {**to_json(p.schema), "description": p.description or f"the {p.location} parameter"}
+            if p.required:
+                required.append(p.name)
+    if sends_body(op):
+        props["body"] = {**to_json(op.body.schema), "description": "the JSON body"}
+        if op.body.required:
+            required.append("body")
+    text = " ".join(part.strip().rstrip(".") + "." for part in (op.summary, op.description[:MAX_DESCRIPTION])
+                    if part.strip())
+    made = model.id_fields.get(op.id) if model.creates(op) else None
+    where = f" The new item's id is at {''.join(f'[{k!r}]' for k in made)} of the answer's body." if made else ""
+    return ToolSpec(op.id, f"{op.method} {op.path}: {text}{where}{ANSWERS}".replace(":  ", ": "),
+                    {"type": "object", "properties": props, "required": required},
+                    (*path_parameters(op), *(("body",) if sends_body(op) else ())))
+
+
 class RestScenario(Scenario):
     """A scenario built from a service file (see the module docstring); `model` is probed on first use."""
 
@@ -227,11 +270,8 @@ class RestScenario(Scenario):
 
     @cached_property
     def operation_apis(self) -> tuple[OperationAPI, ...]:
-        """The operations kept as APIs: those the probe could call, less the deletes of whole collections."""
-        model = self.model
-        return tuple(OperationAPI(self, op) for op in model.operations
-                     if op.id not in model.broken and op.method in ("GET", "POST", "PUT", "PATCH", "DELETE")
-                     and not (op.method == "DELETE" and not is_item(op)))
+        """The operations kept as APIs (`kept_operations`)."""
+        return tuple(OperationAPI(self, op) for op in kept_operations(self.model))
 
     @cached_property
     def apis(self):
@@ -313,6 +353,10 @@ class RestScenario(Scenario):
                 lines.append(f"Answers the new item; its id is `{'.'.join(model.id_fields[op.id])}`.")
             lines.append("")
         return "\n".join(lines)
+
+    def tool_specs(self, tier: str = PAPER):
+        """One tool per kept operation (`tool_spec`), as the world serves them."""
+        return [tool_spec(api.op, self.model) for api in self.operation_apis]
 
     def scratch_assets(self, assets, rng):
         return [{**a, "meta": canonical_json({"seed": rng.getrandbits(31)})} if a["kind"] == ASSET else a

@@ -169,3 +169,34 @@ def _type(node: dict) -> tuple[str | None, bool]:
 
 def _number(value: Any) -> Any:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def to_json(schema: Schema | None, depth: int = 0) -> dict:
+    """`schema` as a plain JSON schema (what a tool's parameter declares): type, format, enum, bounds, items,
+    properties and required, with `nullable` as a null in the type; deeper than MAX_JSON_DEPTH, its type only."""
+    if schema is None:
+        return {}
+    out: dict[str, Any] = {}
+    if schema.type:
+        out["type"] = [schema.type, "null"] if schema.nullable else schema.type
+    if schema.description:
+        out["description"] = schema.description
+    for key, value in (("format", schema.format), ("minimum", schema.minimum), ("maximum", schema.maximum),
+                       ("minLength", schema.min_length), ("maxLength", schema.max_length),
+                       ("pattern", schema.pattern)):
+        if value is not None:
+            out[key] = value
+    if schema.enum is not None:
+        out["enum"] = list(schema.enum)
+    if depth >= MAX_JSON_DEPTH:
+        return out
+    if schema.items is not None:
+        out["items"] = to_json(schema.items, depth + 1)
+    if schema.properties:
+        out["properties"] = {k: to_json(v, depth + 1) for k, v in schema.properties.items()}
+    if schema.required:
+        out["required"] = list(schema.required)
+    return out
+
+
+MAX_JSON_DEPTH = 6  # nesting levels of a tool's parameter schema

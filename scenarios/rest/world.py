@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import requests  # imported once here so that every forked child finds it loaded
 
 from scenarios.base import World, canonicalize
+from scenarios.calling import Tools, Tracer
 from scenarios.rest.model import Model, answer_body, path_parameters, probe, resource, seed_of, template_match
 from scenarios.rest.process import Service
 from scenarios.rest.servicefile import ServiceFile
@@ -37,6 +38,7 @@ ERASED = "<volatile>"
 MIN_EMBEDDED = 6  # a made-up value this long or longer is also replaced inside longer strings (a path)
 ERROR_STATUS = 400
 MAX_READS = 200  # reader requests of one snapshot
+TOOL_TIMEOUT_S = 30  # one tool call's request
 
 
 class Masker:
@@ -96,6 +98,8 @@ class RestWorld(World):
         self.population_made: list[list] = []  # [resource, value, parent values] of what the population made
         self.made: list[list] = []  # the same, in the child: the population's, then the program's
         self._recorder = None
+        self._tools: Tools | None = None  # built at the first call (`tools`), in the worker
+        self._ops: dict = {}
         self.learned: tuple[str, ...] = ()
         try:
             self.learned = self._learn()  # fields made up that the file's `volatile` may not name
@@ -181,6 +185,58 @@ class RestWorld(World):
 
     def record_calls(self, namespace: dict, recorder) -> None:
         self._recorder = recorder
+
+    # ---- tool calling (`--mode tools`): each kept operation is a tool (`scenarios.rest.machine.tool_spec`)
+
+    def tools(self) -> Tools:
+        if self._tools is None:
+            from scenarios.rest.machine import kept_operations, tool_spec
+
+            self._ops = {op.id: op for op in kept_operations(self.model)}
+            self._tools = Tools({name: tool_spec(op, self.model) for name, op in self._ops.items()}, self._call,
+                                self.canonical, frozenset({"BASE_URL", "HEADERS"}))
+        return self._tools
+
+    def _call(self, namespace: dict, name: str, arguments: dict):
+        """Send the operation's request with the file's headers; a path parameter may also be a made-up value as
+        the answers show it (`<made-2>`), which stands for the value it replaced in this run."""
+        op = self._ops[name]
+        real = {shown: value for value, shown in self.masker(self.made).names.items()}
+        path = op.path
+        for p in path_parameters(op):
+            if p not in arguments:
+                raise ValueError(f"missing path parameter {p!r}")
+            value = real.get(arguments[p], arguments[p]) if isinstance(arguments[p], str) else arguments[p]
+            path = path.replace("{" + p + "}", quote(str(value), safe=""), 1)
+        query = {p.name: arguments[p.name] for p in op.parameters if p.location == "query" and p.name in arguments}
+        body = arguments.get("body") if "body" in self._tools.specs[name].parameters["properties"] else None
+        response = requests.request(op.method, namespace["service_url"]() + path, params=query or None, json=body,
+                                    headers=namespace["service_headers"](), timeout=TOOL_TIMEOUT_S)
+        return {"status": response.status_code, "body": answer_body(response)}
+
+    def trace_as_tools(self, namespace: dict, tracer: Tracer) -> None:
+        """The reference's `requests` calls, matched to the operation their method and path name. Ids come back
+        as copies parsed out of the answers, so the tracer names arguments and RESULT items by equal value."""
+        specs = self.tools().specs
+        tracer.by_value = True
+        for method in ("get", "post", "put", "patch", "delete"):
+            original = getattr(requests, method)
+
+            def traced(url, *args, _method=method.upper(), _original=original, **kwargs):
+                response = _original(url, *args, **kwargs)
+                path = urlsplit(url).path
+                op = self.model.operation_for(_method, path)
+                if op is None or op.id not in specs:
+                    raise ValueError(f"{_method} {path} is no operation served as a tool")
+                arguments = dict(zip(path_parameters(op), map(unquote, template_match(op.path, path) or [])))
+                arguments.update(kwargs.get("params") or {})
+                if kwargs.get("json") is not None:
+                    arguments["body"] = kwargs["json"]
+                tracer.record(specs[op.id], arguments, {"status": response.status_code,
+                                                       "body": answer_body(response)})
+                return response
+
+            setattr(requests, method, traced)
 
     def masker(self, made: list[list]) -> Masker:
         chosen = frozenset(str(value) for _, value, _ in self.model.population_values(self.seed))
