@@ -40,10 +40,10 @@ def build(service: str, out: Path, n: int) -> dict:
     return json.loads((out / "MANIFEST.json").read_text())
 
 
-def reference_score(dataset: Path, results: Path) -> dict:
-    done = run("evaluate", "--dataset", str(dataset), "--model", "reference", "--out", str(results))
+def reference_score(dataset: Path, results: Path, mode: str = "code") -> dict:
+    done = run("evaluate", "--dataset", str(dataset), "--model", "reference", "--mode", mode, "--out", str(results))
     assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(next(results.rglob("results.json")).read_text())
+    return json.loads(next(results.rglob("results.json" if mode == "code" else f"results_{mode}.json")).read_text())
 
 
 @needs_kinto
@@ -60,6 +60,12 @@ def test_kinto_builds_the_same_verified_split_twice_and_its_reference_scores_100
     report = reference_score(tmp_path / "a", tmp_path / "results")
     assert report["summary"]["overall"]["pass@1"] == 1.0
     assert [s["status"] for s in report["samples"]] == ["pass"] * 4
+
+    # tools mode: each reference call replayed as a tool call, the ids Kinto made passed as handles
+    report = reference_score(tmp_path / "a", tmp_path / "tools", "tools")
+    assert report["summary"]["overall"]["pass@1"] == 1.0
+    assert [s["status"] for s in report["samples"]] == ["pass"] * 4
+    assert all(s["turns"] > 1 for s in report["samples"]), "every task is replayed as calls, not only a submission"
 
 
 def test_the_session_services_file_builds_a_split_its_reference_passes(tmp_path):
