@@ -105,3 +105,33 @@ def test_stopping_leaves_no_process(tmp_path):
     assert alive(pid)
     service.stop()
     assert not alive(pid)
+
+
+def test_a_made_id_reaches_a_tool_as_a_handle_or_as_its_shown_name(monkeypatch):
+    import requests
+
+    from core.sandbox.worker import execute_calls
+    from scenarios.rest.world import RestWorld
+
+    # the world watches its child's requests by patching requests.Session.request: put it back afterwards
+    monkeypatch.setattr(requests.Session, "request", requests.Session.request)
+    world = RestWorld(load(KINTO))
+    try:
+        case = {"assets": [], "setup_code": 'BASE_URL = service_url()\nHEADERS = service_headers()\n'
+                                             'body1 = {"data": {"title": "oak"}}\n'}
+        world.tools()
+        world.reset(case)
+        calls = [{"name": "create_bucket", "arguments": {"body": "body1"}},
+                 {"name": "get_bucket", "arguments": {"id": "r1['body']['data']['id']"}},
+                 {"name": "get_bucket", "arguments": {"id": "<made-1>"}},
+                 {"name": "get_bucket", "arguments": {"id": "<made-9>"}},
+                 {"name": "get_bucket", "arguments": {}}]
+        report = execute_calls(world, calls, ["r2['body']['data']['title']"], case)
+    finally:
+        world.close()
+    assert report["status"] == "ok" and report["result"] == ["oak"]
+    statuses = [c.get("value", {}).get("status") for c in report["calls"]]
+    assert statuses[:3] == [201, 200, 200], report["calls"]
+    assert statuses[3] in (403, 404), "a name no made value has is sent as it is"
+    assert "missing path parameter 'id'" in report["calls"][4]["error"]
+    assert report["calls"][0]["value"]["body"]["data"]["id"] == "<made-1>", "answers are shown with ids renamed"
