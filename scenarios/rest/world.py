@@ -29,7 +29,7 @@ from scenarios.calling import Tools, Tracer
 from scenarios.rest.model import Model, answer_body, path_parameters, probe, resource, seed_of, template_match
 from scenarios.rest.process import Service
 from scenarios.rest.servicefile import ServiceFile
-from scenarios.trace import raw_call
+from scenarios.rest.tools import kept_operations, tool_spec
 
 UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 DATE = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?")
@@ -186,11 +186,10 @@ class RestWorld(World):
     def record_calls(self, namespace: dict, recorder) -> None:
         self._recorder = recorder
 
-    # ---- tool calling (`--mode tools`): each kept operation is a tool (`scenarios.rest.machine.tool_spec`)
+    # ---- tool calling (`--mode tools`): each kept operation is a tool (`scenarios.rest.tools.tool_spec`)
 
     def tools(self) -> Tools:
         if self._tools is None:
-            from scenarios.rest.machine import kept_operations, tool_spec
 
             self._ops = {op.id: op for op in kept_operations(self.model)}
             self._tools = Tools({name: tool_spec(op, self.model) for name, op in self._ops.items()}, self._call,

@@ -1,11 +1,11 @@
-"""The tools of a service-derived scenario (`scenarios.rest.machine.tool_spec`), from a small document alone: one per
+"""The tools of a service-derived scenario (`scenarios.rest.tools.tool_spec`), from a small document alone: one per
 kept operation, named by its operation id, requiring its path parameters, its required query parameters and its
 required body."""
 
 from __future__ import annotations
 
 from scenarios.calling import Tracer
-from scenarios.rest.machine import kept_operations, tool_spec
+from scenarios.rest.tools import kept_operations, tool_spec
 from scenarios.rest.model import Model
 from scenarios.rest.openapi import read
 
