@@ -37,7 +37,7 @@ if not HAVE_RAY and os.environ.get("STATEEVAL_REQUIRE_RAY") == "1":
     raise ImportError("STATEEVAL_REQUIRE_RAY=1 but ray is not installed: pip install -e '.[ray]'")
 needs_ray = pytest.mark.skipif(not HAVE_RAY, reason="ray is not installed (pip install -e '.[ray]')")
 
-BUILD = dict(scenarios=["tensor", "session", "voice"], n=6, seed=5, created_at="2026-01-01", workers=2)
+BUILD = dict(scenarios=["tensor", "session", "voice"], n=3, seed=5, created_at="2026-01-01", workers=2)
 # The name a slow job gives itself, so a test can find the processes running it: one of this test process's own
 # (15 characters at most, the kernel's limit), so that a second copy of the suite running beside this one is
 # never mistaken for it.

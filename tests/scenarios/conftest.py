@@ -1,4 +1,4 @@
-"""Fixtures of the scenario tests: a warm sandbox per test module, and a small build of the module's scenario."""
+"""Fixtures of the scenario tests: one warm sandbox for all of them, and a small build of a module's scenario."""
 
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ def _no_proxy(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def sandbox():
+    """Two workers, started once for every module here (their start-up is much of a small module's time)."""
     with Sandbox(2) as box:
         yield box
 
