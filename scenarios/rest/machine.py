@@ -77,7 +77,7 @@ class OperationAPI(API):
             where = ".".join(scenario.model.id_fields[op.id])
             keep = f"keep the new id (`{where}` of the answer) as {{out0_}}"
             nkeep, vkeep = "", ""
-            self.noun = f"{{nth}}new {name_of(made, scenario.model.operations)}"
+            self.noun = f"id of the {{nth}}new {name_of(made, scenario.model.operations)}"
         elif self.kind == ANSWER:
             keep = "keep its JSON answer as {out0_}"
             nkeep, vkeep = "", ""
@@ -159,7 +159,7 @@ class OperationAPI(API):
         d = super().describe(call)
         names = call.inputs[: len(self.params)]
         d["target"] = " with " + ", ".join(f"`{p}` = `{n}`" for p, n in zip(self.params, names)) if names else ""
-        d["gone"] = (f", although `{names[-1]}` was deleted (its answer is then the error the service gives)"
+        d["gone"] = (f" (`{names[-1]}` names an item deleted earlier, so the answer is the service's error)"
                      if call.args.get("gone") else "")
         d["body"] = d[f"in{len(call.inputs) - 1}_"] if self.has_body else ""
         return d
@@ -227,6 +227,10 @@ def _observe(state: State, api: OperationAPI, inputs: tuple, out: str, values: l
         listed = resource(api.op.path) + "/{}"
         shown += [n for n in unseen if state.vars[n].type == listed and state.vars[n].value["parents"] == values]
         state.extra[UNSEEN] = [n for n in unseen if n not in shown]
+
+
+def _join(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _keys(keys):
@@ -346,14 +350,24 @@ class RestScenario(Scenario):
         return setup_block(lines, constants)
 
     def describe_init(self, state):
+        """What the setup block defines, and which of its names are of resources the service already holds (the
+        population's), each with the resources it lies in."""
+        held = []
+        for name in state.extra.get("population", []):
+            var = state.vars[name]
+            kind = name_of(var.type, self.model.operations).replace("_", " ")
+            parents = var.value["parents"]
+            held.append(f"`{name}` (a {kind}" + (f" in `{parents[-1]}`" if parents else "") + ")")
+        exists = f" The service already holds {_join(held)}." if held else ""
         return (f"The setup block sets `BASE_URL` to the address of the {self.name} service and `HEADERS` to the "
-                f"headers every request sends, and defines {join_names(state.inits)}.")
+                f"headers every request sends, and defines {join_names(state.inits)}.{exists}")
 
     def api_doc(self, tier: str = PAPER) -> str:
         model = self.model
         lines = [f"# The {self.name} service", "",
                  "Send every request to `BASE_URL` + the path, with `headers=HEADERS`, using `requests`. Bodies are "
-                 "JSON (`json=...`).", ""]
+                 "JSON (`json=...`). A request's answer is its JSON body (`response.json()`), error answers "
+                 "included; a new item's id is where its creator's entry says.", ""]
         for api in self.operation_apis:
             op = api.op
             lines.append(f"## `{op.method} {op.path}`")

@@ -99,12 +99,20 @@ def test_an_item_deleted_earlier_may_be_read_once_and_the_text_says_it_was_delet
     api, read_it = call(rest, state, "get_shelf", "shelf1")
     assert read_it.args["gone"] and state.vars[read_it.outputs[0]].type == ANSWER
     text = api.natural[0].format(**api.describe(read_it))
-    assert "`shelf1` was deleted" in text and "error" in text
+    assert "`shelf1` names an item deleted earlier" in text and "error" in text
     assert ("shelf1",) not in reader.bindings(state), "a second read would answer the same"
     # a live item's read says nothing of the kind
     rest, state = scenario(), populated()
     api, read_it = call(rest, state, "get_shelf", "shelf1")
     assert "deleted" not in api.natural[0].format(**api.describe(read_it))
+
+
+def test_the_text_says_which_resources_the_service_holds_and_that_a_new_one_is_kept_as_its_id():
+    rest, state = scenario(), populated()
+    state.extra["population"] = ["shelf1"]
+    assert rest.describe_init(state).endswith("The service already holds `shelf1` (a shelf).")
+    creator = next(a for a in rest.apis if a.name == "create_shelf")
+    assert creator.noun == "id of the {nth}new shelf"
 
 
 def test_the_sampler_prefers_what_the_program_made_and_has_not_used():
