@@ -323,11 +323,13 @@ class RestScenario(Scenario):
             n = var.value["items"]
             if any(o.value and o.value.get("items") == n for o in state.of_type(ANSWER) if o.name != v):
                 return None
-            left = f"len({v}{''.join(f'[{k!r}]' for k in self.model.listings[var.value['op']])})"
+            keys = self.model.listings[var.value["op"]]
+            left = f"len({v}{''.join(f'[{k!r}]' for k in keys)})"
             what = f"`{v}` lists"
+            where = f" (in its list at `{'.'.join(keys)}`)" if keys else " (the answer is the list)"
             if rng.random() < 0.5 or n == 0:
-                return Condition(left, "==", n, n + 1, f"{what} exactly COND items")
-            return Condition(left, ">", n - 1, n, f"{what} more than COND items")
+                return Condition(left, "==", n, n + 1, f"{what} exactly COND items{where}")
+            return Condition(left, ">", n - 1, n, f"{what} more than COND items{where}")
         if var.type == STATUS and var.value is not None:
             if any(o.value == var.value for o in state.of_type(STATUS) if o.name != v):
                 return None

@@ -67,7 +67,7 @@ def test_a_listing_is_tested_on_how_many_items_the_population_and_the_calls_left
         cond = rest.condition(state, state.vars[answer], random.Random(seed))
         assert cond.left == f"len({answer})"
         assert cond.holds(2, cond.value) and not cond.holds(2, cond.flipped)
-        assert cond.phrase.startswith(f"`{answer}` lists")
+        assert cond.phrase.startswith(f"`{answer}` lists") and cond.phrase.endswith("(the answer is the list)")
 
 
 def test_a_listing_whose_size_another_listing_shares_is_no_condition():
