@@ -11,6 +11,9 @@ programs are pushed towards pairs earlier programs never exercised:
 binding's weight is multiplied by its pull, so data flows deeper (more bindings, longer chains) while fresh pairs
 still come first. `recency=0` is Algorithm 1 as the paper states it.
 
+A scenario may weigh calls further (`Scenario.preference`, 1 by default): a service's scenario prefers calls on
+what the program made, so that data flows from one call to the next as in a client's code.
+
 `guided=False` is the paper's ablation: an API drawn uniformly among the callable ones, then a binding
 uniformly among its valid bindings (no recency preference).
 """
@@ -90,8 +93,9 @@ def step(scenario: Scenario, state: State, recorder: CoverageRecorder, rng: rand
             # its pull: never-seen pairs still come first, and the energy still decides between groups.
             pool, unused = fresh or keys, unused_results(state)
             cands = [(k, b) for k in pool for b in groups[k]]
+            by_name = {a.name: a for a, _ in options}
             weights = [(1.0 if fresh else energy(recorder, k)) / len(groups[k]) * pull(unused, b, recency)
-                       for k, b in cands]
+                       * scenario.preference(state, by_name[k[0]], b) for k, b in cands]
             key, binding = rng.choices(cands, weights=weights)[0]
         else:
             if fresh:

@@ -279,6 +279,11 @@ class Scenario(ABC):
         """Whether an unconsumed variable belongs in RESULT (by default: anything an API call produced)."""
         return var.producer != INIT
 
+    def preference(self, state: State, api: "API", binding: tuple[str, ...]) -> float:
+        """How much more likely the fuzzer is to draw this call than its coverage weight says (`builder/fuzz.py`,
+        with a recency preference on): 1.0 by default, so a scenario's programs are the paper's unless it says."""
+        return 1.0
+
     def always_result(self, var: Var) -> bool:
         """Whether RESULT holds this variable even when later calls consume it: a value whose later uses read
         only part of it (a listing whose ids alone are used) would otherwise leave the rest of it untested."""

@@ -16,8 +16,9 @@ from __future__ import annotations
 import random
 from functools import cached_property
 
-from scenarios.base import API, INIT, PAPER, Asset, Call, Scenario, State, Var, canonical_json, join_names, setup_block
-from scenarios.rest.model import ASSET, Model, draw, path_parameters, resource
+from scenarios.base import (API, INIT, PAPER, Asset, Call, Condition, Scenario, State, Var, canonical_json,
+                            join_names, setup_block)
+from scenarios.rest.model import ASSET, Model, draw, is_item, path_parameters, resource
 from scenarios.rest.openapi import Operation
 from scenarios.rest.servicefile import ServiceFile
 from scenarios.rest.tools import kept_operations, sends_body, tool_spec
@@ -25,6 +26,11 @@ from scenarios.rest.tools import kept_operations, sends_body, tool_spec
 BODY, ANSWER, STATUS = "body", "answer", "status"
 GONE = "gone"  # state.extra: the names of resources deleted
 UNSEEN = "unseen"  # state.extra: resources written or made that no reader has read since
+GONE_READ = "gone_read"  # state.extra: deleted resources read since (once is enough to show the delete)
+# How much likelier a call is than its coverage weight says (`RestScenario.preference`): one on a resource made and
+# not used yet all but always comes next, and making one is preferred to reading or writing the population.
+USE_PREFERENCE, MAKE_PREFERENCE = 1000.0, 100.0
+OTHER_STATUS = (404, 200)  # a status code's flipped value: the first of these that differs from it
 
 
 def name_of(res: str, operations: list[Operation]) -> str:
@@ -71,7 +77,7 @@ class OperationAPI(API):
             where = ".".join(scenario.model.id_fields[op.id])
             keep = f"keep the new id (`{where}` of the answer) as {{out0_}}"
             nkeep, vkeep = "", ""
-            self.noun = f"{{nth}}new {name_of(made, scenario.model.operations)}"
+            self.noun = f"id of the {{nth}}new {name_of(made, scenario.model.operations)}"
         elif self.kind == ANSWER:
             keep = "keep its JSON answer as {out0_}"
             nkeep, vkeep = "", ""
@@ -81,21 +87,28 @@ class OperationAPI(API):
             nkeep, vkeep = "", ""
             self.noun = f"{{nth}}status code of {shown}"
         doing = f" ({self.what})" if self.what else ""
-        self.phrases = (f"send {self.label}{doing}{target}{body}, and {keep}",
-                        f"call {self.label}{target}{body}; {keep}")
-        self.natural = (f"call {self.label}{doing}{target}{body}{nkeep}",
-                        f"send {self.label}{target}{body}{nkeep}")
-        self.vague = (f"use {self.label}{target}{body}{vkeep}",)
+        gone = "{gone}" if self.params else ""
+        self.phrases = (f"send {self.label}{doing}{target}{gone}{body}, and {keep}",
+                        f"call {self.label}{target}{gone}{body}; {keep}")
+        self.natural = (f"call {self.label}{doing}{target}{gone}{body}{nkeep}",
+                        f"send {self.label}{target}{gone}{body}{nkeep}")
+        self.vague = (f"use {self.label}{target}{gone}{body}{vkeep}",)
 
     @property
     def has_body(self) -> bool:
         return sends_body(self.op)
 
+    @property
+    def reads_item(self) -> bool:
+        """A reader of one item: it may also be sent for an item deleted earlier, and then answers an error."""
+        return self.op.method == "GET" and is_item(self.op) and self.kind == ANSWER
+
     def bindings(self, state):
         if not self.params:
             return [()]
         writes = self.kind == STATUS
-        return [(v.name,) for v in state.of_type(self.target) if _live(state, v)
+        return [(v.name,) for v in state.of_type(self.target)
+                if (_live(state, v) or (self.reads_item and _gone_itself(state, v)))
                 and len(v.value["parents"]) == len(self.params) - 1 and not (writes and _unseen_under(state, v))]
 
     def apply(self, state, inputs, rng):
@@ -124,23 +137,30 @@ class OperationAPI(API):
             listed = resource(op.path) + "/{}"
             items = None
             if op.id in model.listings:  # how many items the listing holds, as far as the variables say
-                items = sum(1 for v in state.of_type(listed) if _live(state, v) and v.value["parents"] == values)
+                items = sum(1 for v in state.of_type(listed) if _live(state, v) and v.value["parents"] == values
+                            and v.producer != TakeId.name)  # (an id taken from a listing is one counted already)
             out = state.produce(ANSWER, ANSWER, {"op": op.id, "items": items, "parents": values, "res": listed},
                                 self.name)
             code = f"{out} = {request}.json()"
         else:
-            out = state.produce(STATUS, STATUS, None, self.name)
+            out = state.produce(STATUS, STATUS, model.statuses.get(op.id), self.name)
             code = f"{out} = {request}.status_code"
             if op.method == "DELETE" and inputs:  # (deletes of whole collections are no APIs)
                 state.extra.setdefault(GONE, []).append(inputs[0])
         _observe(state, self, inputs, out, values)
         state.consume(used, self.name)
-        return Call(self.name, used, [out], code, {"op": op.id})
+        args = {"op": op.id}
+        if inputs and inputs[0] in state.extra.get(GONE, []) and self.kind == ANSWER:
+            args["gone"] = True  # (`_observe` has seen the delete, so it is no longer unseen)
+            state.extra.setdefault(GONE_READ, []).append(inputs[0])  # a second read would answer the same
+        return Call(self.name, used, [out], code, args)
 
     def describe(self, call):
         d = super().describe(call)
         names = call.inputs[: len(self.params)]
         d["target"] = " with " + ", ".join(f"`{p}` = `{n}`" for p, n in zip(self.params, names)) if names else ""
+        d["gone"] = (f" (`{names[-1]}` names an item deleted earlier, so the answer is the service's error)"
+                     if call.args.get("gone") else "")
         d["body"] = d[f"in{len(call.inputs) - 1}_"] if self.has_body else ""
         return d
 
@@ -177,6 +197,13 @@ class TakeId(API):
         return Call(self.name, [answer], [out], f"{out} = {answer}{where}[0][{key!r}]", {"res": res, "key": key})
 
 
+def _gone_itself(state: State, var: Var) -> bool:
+    """Whether `var` was deleted while its parents were not: a read of it answers the service's error."""
+    gone = state.extra.get(GONE, [])
+    return (var.name in gone and var.name not in state.extra.get(GONE_READ, [])
+            and not any(p in gone for p in var.value["parents"]))
+
+
 def _unseen_under(state: State, var: Var) -> bool:
     """Whether what an earlier call wrote to this resource, or to one under it, has not been read since: writing
     over it or deleting it would make that call dead (skipping it would change nothing a test sees)."""
@@ -200,6 +227,10 @@ def _observe(state: State, api: OperationAPI, inputs: tuple, out: str, values: l
         listed = resource(api.op.path) + "/{}"
         shown += [n for n in unseen if state.vars[n].type == listed and state.vars[n].value["parents"] == values]
         state.extra[UNSEEN] = [n for n in unseen if n not in shown]
+
+
+def _join(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _keys(keys):
@@ -274,7 +305,36 @@ class RestScenario(Scenario):
             twin.vars[body].value = draw(op.body.schema, rng, _keys(self.model.body_keys.get(op_id)))
         return twin
 
+    def preference(self, state, api, binding):
+        """A call that acts on a resource the program made and no call has used yet is USE_PREFERENCE times
+        likelier, one that makes a resource MAKE_PREFERENCE times: a service's population is there to be built on,
+        and a task that only reads it binds no call to another."""
+        if any(state.vars[v].producer != INIT and not state.vars[v].consumers for v in binding):
+            return USE_PREFERENCE
+        return MAKE_PREFERENCE if isinstance(api, OperationAPI) and api.makes else 1.0
+
     def condition(self, state, var, rng):
+        """A test of a value the program can know before it runs: how many items a listing answers (the items
+        the population and the program's calls left, as `OperationAPI.apply` counts them), or the status code a
+        write answers (`Model.statuses`, found when the model was probed). None when another value in scope is the
+        same (branching on either would pass) or nothing is known."""
+        v = var.name
+        if var.type == ANSWER and var.value and var.value.get("items") is not None:
+            n = var.value["items"]
+            if any(o.value and o.value.get("items") == n for o in state.of_type(ANSWER) if o.name != v):
+                return None
+            keys = self.model.listings[var.value["op"]]
+            left = f"len({v}{''.join(f'[{k!r}]' for k in keys)})"
+            what = f"`{v}` lists"
+            where = f" (in its list at `{'.'.join(keys)}`)" if keys else " (the answer is the list)"
+            if rng.random() < 0.5 or n == 0:
+                return Condition(left, "==", n, n + 1, f"{what} exactly COND items{where}")
+            return Condition(left, ">", n - 1, n, f"{what} more than COND items{where}")
+        if var.type == STATUS and var.value is not None:
+            if any(o.value == var.value for o in state.of_type(STATUS) if o.name != v):
+                return None
+            other = next(code for code in OTHER_STATUS if code != var.value)
+            return Condition(v, "==", var.value, other, f"`{v}` is COND")
         return None
 
     def is_result(self, var):
@@ -292,14 +352,24 @@ class RestScenario(Scenario):
         return setup_block(lines, constants)
 
     def describe_init(self, state):
+        """What the setup block defines, and which of its names are of resources the service already holds (the
+        population's), each with the resources it lies in."""
+        held = []
+        for name in state.extra.get("population", []):
+            var = state.vars[name]
+            kind = name_of(var.type, self.model.operations).replace("_", " ")
+            parents = var.value["parents"]
+            held.append(f"`{name}` (a {kind}" + (f" in `{parents[-1]}`" if parents else "") + ")")
+        exists = f" The service already holds {_join(held)}." if held else ""
         return (f"The setup block sets `BASE_URL` to the address of the {self.name} service and `HEADERS` to the "
-                f"headers every request sends, and defines {join_names(state.inits)}.")
+                f"headers every request sends, and defines {join_names(state.inits)}.{exists}")
 
     def api_doc(self, tier: str = PAPER) -> str:
         model = self.model
         lines = [f"# The {self.name} service", "",
                  "Send every request to `BASE_URL` + the path, with `headers=HEADERS`, using `requests`. Bodies are "
-                 "JSON (`json=...`).", ""]
+                 "JSON (`json=...`). A request's answer is its JSON body (`response.json()`), error answers "
+                 "included; a new item's id is where its creator's entry says.", ""]
         for api in self.operation_apis:
             op = api.op
             lines.append(f"## `{op.method} {op.path}`")

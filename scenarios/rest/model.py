@@ -139,6 +139,7 @@ class Model:
     body_keys: dict[str, list[str] | None] = field(default_factory=dict)  # op id -> top-level keys drawn
     broken: set[str] = field(default_factory=set)  # operations no probe could call
     listings: dict[str, list[str]] = field(default_factory=dict)  # listing op id -> keys to its list of items
+    statuses: dict[str, int] = field(default_factory=dict)  # write op id -> the status a call on a live item answered
 
     def op(self, op_id: str) -> Operation:
         return next(o for o in self.operations if o.id == op_id)
@@ -183,7 +184,7 @@ class Model:
 
     def to_plain(self) -> dict:
         return {"id_fields": self.id_fields, "body_keys": self.body_keys, "broken": sorted(self.broken),
-                "listings": self.listings}
+                "listings": self.listings, "statuses": self.statuses}
 
     def id_key(self, res: str) -> str | None:
         """The key of the id in an item of a listing of `res` (the last key of where its creator's answer holds it)."""
@@ -245,11 +246,13 @@ def probe(file: ServiceFile, service, operations: list[Operation], seed: int = 0
                 model.broken.add(op.id)
             continue
         if op.body is not None and op.method in ("POST", "PUT", "PATCH"):
-            keys = _working_body(model, op, path, rng, service)
-            if keys is False:
+            found = _working_body(model, op, path, rng, service)
+            if found is False:
                 model.broken.add(op.id)
                 continue
-            model.body_keys[op.id] = keys
+            model.body_keys[op.id], status = found
+            if op.method != "POST":
+                model.statuses[op.id] = status
         if op.method != "POST" or op.id not in fed:
             continue
         made = resource(op.path) + "/{}"
@@ -281,8 +284,25 @@ def probe(file: ServiceFile, service, operations: list[Operation], seed: int = 0
             where = _items_at(answer_body(answer), key)
             if where is not None:
                 model.listings[op.id] = where
+    _delete_statuses(model, service, seed)
     service.reset(seed)
     return model
+
+
+def _delete_statuses(model: Model, service, seed: int) -> None:
+    """The status each delete of one item answers, tried on the population's item after a fresh reset."""
+    for op in model.operations:
+        if op.method != "DELETE" or not is_item(op) or op.id in model.broken:
+            continue
+        service.reset(seed)
+        known: dict[str, list[tuple[str, list[str]]]] = {}
+        for res, value, parents in model.population_values(seed):
+            known.setdefault(res, []).append((value, parents))
+        path = _fill(op, known)
+        if path is not None:
+            answer = service.request("DELETE", path)
+            if _ok(answer):
+                model.statuses[op.id] = answer.status_code
 
 
 def _items_at(body: Any, key: str) -> list[str] | None:
@@ -315,8 +335,8 @@ def _fill(op: Operation, known: dict) -> str | None:
 
 
 def _working_body(model: Model, op: Operation, path: str, rng: random.Random, service):
-    """The top-level keys of a body the service accepts for `op` (None: every declared one), False when none
-    does. Only creators are tried for real (a POST's answer is harmless); updates and deletes of the population
+    """The top-level keys of a body the service accepts for `op` (None: every declared one) and the status it
+    answered, False when none does. Only creators are tried for real (a POST's answer is harmless); updates and deletes of the population
     are tried too, and the service is reset afterwards by `probe`."""
     schema = op.body.schema
     props = list(schema.properties)
@@ -328,8 +348,9 @@ def _working_body(model: Model, op: Operation, path: str, rng: random.Random, se
         body = draw(schema, rng, None if keys is None else tuple(keys))
         if body in ({}, None) and keys is not None:
             continue
-        if _ok(service.request(op.method, path, json=body)):
-            return keys
+        answer = service.request(op.method, path, json=body)
+        if _ok(answer):
+            return keys, answer.status_code
     return False
 
 
