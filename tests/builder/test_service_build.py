@@ -3,8 +3,8 @@ through `python -m evaluate` with no extra flag (the dataset keeps the file), th
 one line with exit status 2 for a file or service that cannot be used.
 
 Kinto needs the rest extra (pip install -e ".[rest]"); its tests are skipped without it unless
-STATEEVAL_REQUIRE_REST is set. The session service's file is built from a copy under another name: `session` is
-the hand-built scenario's.
+STATEEVAL_REQUIRE_REST is set. The session service's shipped file is `session_http`: `session` is the hand-built
+scenario's.
 """
 
 from __future__ import annotations
@@ -69,9 +69,7 @@ def test_kinto_builds_the_same_verified_split_twice_and_its_reference_scores_100
 
 
 def test_the_session_services_file_builds_a_split_its_reference_passes(tmp_path):
-    text = (SERVICES / "session.toml").read_text().replace('name = "session"', 'name = "session_http"', 1)
-    (tmp_path / "session_http.toml").write_text(text)
-    manifest = build(str(tmp_path / "session_http.toml"), tmp_path / "data", 2)
+    manifest = build("session_http", tmp_path / "data", 2)
     assert manifest["counts"]["session_http"] >= 1
     report = reference_score(tmp_path / "data", tmp_path / "results")
     assert report["summary"]["overall"]["pass@1"] == 1.0
@@ -82,7 +80,7 @@ def test_a_service_that_cannot_be_used_is_one_line_and_exit_2(tmp_path, problem)
     if problem == "missing":
         path, named = tmp_path / "nowhere.toml", "cannot be read"
     elif problem == "taken":
-        path, named = SERVICES / "session.toml", "is already a scenario's name"
+        path, named = write_service(tmp_path, name="session"), "is already a scenario's name"
     else:
         path = write_service(tmp_path, start=["{python}", "-c", "raise SystemExit(3)"], ready_timeout_s=20)
         named = "exited"
