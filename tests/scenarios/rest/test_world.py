@@ -42,3 +42,22 @@ def test_made_up_values_are_renamed_in_the_order_they_were_made_and_times_erased
     assert again({"a": "q1", "b": "Zz99bb"}) == Masker(["Xq81aa", "p0"], ())({"a": "p0", "b": "Xq81aa"})
     assert Masker([], ("data.stamp",), keep=frozenset({"lemon"}))({"data": {"stamp": "lemon"}}) == \
         {"data": {"stamp": "lemon"}}, "a value the client chose is never renamed"
+
+
+def test_the_populations_values_are_the_seeds_whichever_seed_came_before(tmp_path):
+    from scenarios.rest.model import Model
+    from scenarios.rest.openapi import read
+    from scenarios.rest.servicefile import load
+    from tests.scenarios.rest.conftest import FAKE_SPEC, write_service
+
+    file = load(write_service(tmp_path, arrays={"population": [
+        {"method": "POST", "path": "/items/{draw:word@a}"}, {"method": "GET", "path": "/items/{draw:hex:6}"}]}))
+    operations = read(FAKE_SPEC)
+
+    def fresh(seed: int) -> list:
+        return Model(file, operations).population_values(seed)
+
+    model = Model(file, operations)
+    assert fresh(1) != fresh(2)  # the seeds draw different values
+    for seed in (1, 2, 1, 1, 2):
+        assert model.population_values(seed) == fresh(seed)
