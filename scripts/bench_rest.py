@@ -35,6 +35,7 @@ from builder.program import generate_program  # noqa: E402
 from core.sandbox.harness import Limits  # noqa: E402
 from core.sandbox.protocol import ProgramRequest, WireCase  # noqa: E402
 from scenarios import get_scenario  # noqa: E402
+from scripts.bench_session import time_jobs  # noqa: E402
 
 TARGET_MS = 50.0  # median per Kinto test case on a warm worker
 
@@ -130,13 +131,7 @@ def main() -> None:
         Timed(world.service, "request", "requests from the worker (reset, population, reads)", parts)
     service = runner.worlds[name].service
     before = cpu_ms(service.process.pid)
-    ms = []
-    for job in jobs:
-        t0 = time.perf_counter()
-        report = runner.run_job(job)
-        ms.append(1000 * (time.perf_counter() - t0))
-        if report["status"] != "ok":
-            raise SystemExit(f"a reference program failed: {report}")
+    ms = time_jobs(runner, jobs)
     after = cpu_ms(service.process.pid)
     runner.close()
     print(summary(f"{name}: reset + population + run + snapshot (warm worker, run_job)", ms))
