@@ -336,8 +336,15 @@ class World(ABC):
     def intact(self) -> bool:
         """Whether everything the world runs outside the worker (a service) lived through the last job (called in
         the worker after it): a job during which a part of the world died has no verdict, since its program met
-        a failure of the machine, and runs again on a fresh worker. A world with no such part is always intact."""
+        a failure of the machine. It runs again, in the same worker (whose next `reset` brings that part back),
+        and a job during which it dies every time ends without a verdict, for the reason `failure` gives: the
+        builder drops the task for it (`builder.oracles`). A world with no such part is always intact."""
         return True
+
+    def failure(self) -> str | None:
+        """Once `intact` is False: what died, on one line (what it printed last, where known); None when the
+        world cannot say, and the error that revealed the death is given instead."""
+        return "a part of the world (its service) died during the job"
 
     def reset_between(self, case: dict) -> bool:
         """Between two programs of a batch (see `core.sandbox.worker`): restore the test case's initial state while

@@ -54,6 +54,18 @@ def summary(label: str, ms: list[float]) -> str:
             f"p95 {p95:.1f} ms, max {ms[-1]:.1f} ms")
 
 
+def time_jobs(runner, jobs: list) -> list[float]:
+    """The milliseconds `runner.run_job` takes on each job; SystemExit at the first whose reference fails."""
+    ms = []
+    for job in jobs:
+        t0 = time.perf_counter()
+        report = runner.run_job(job)
+        ms.append(1000 * (time.perf_counter() - t0))
+        if report["status"] != "ok":
+            raise SystemExit(f"a reference program failed: {report}")
+    return ms
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cases", type=int, default=200, help="test cases to time (default 200)")
@@ -73,13 +85,7 @@ def main() -> None:
     warm = runner.run_job(jobs[0])  # starts the service: not timed, as in a warm worker
     print(f"world start (service process up): {1000 * (time.perf_counter() - started):.0f} ms", flush=True)
     assert warm["status"] == "ok", warm
-    ms = []
-    for job in jobs:
-        t0 = time.perf_counter()
-        report = runner.run_job(job)
-        ms.append(1000 * (time.perf_counter() - t0))
-        if report["status"] != "ok":
-            raise SystemExit(f"a reference program failed: {report}")
+    ms = time_jobs(runner, jobs)
     runner.close()
     print(summary("reset + run + snapshot (warm worker, run_job)", ms))
 

@@ -181,7 +181,9 @@ class _Worker:
             self.close(kill=True)
             return Outcome(job.key, CRASH, error=f"the sandbox worker sent a malformed reply ({str(exc)[:80]}); "
                                                    "it was restarted")
-        if reply.status == CRASH:  # the worker failed outside the program (its world, its disk): a new one
+        # The worker failed outside the program (its disk, its own code): a new one. A world that lost a part (its
+        # service) brings it back at the next reset, in the same worker.
+        if reply.status == CRASH and "world_lost" not in reply.extra:
             self.close(kill=True)
             if reply.errno in DISK_FULL:
                 raise DiskFull(tempdirs.root())
@@ -282,9 +284,10 @@ class NoVerdict(SandboxFault):
     would make a build differ from the same build undisturbed)."""
 
 
-def require_verdicts(outcomes: list[Outcome]) -> list[Outcome]:
-    """`outcomes`, unless one is INFRA_ERROR: then `NoVerdict`, naming how many and the last error."""
-    unscored = [o for o in outcomes if o.status == INFRA_ERROR]
+def require_verdicts(outcomes: list[Outcome], lost_worlds: bool = False) -> list[Outcome]:
+    """`outcomes`, unless one is INFRA_ERROR: then `NoVerdict`, naming how many and the last error. With
+    `lost_worlds`, those whose world lost a part on every try (`extra["world_lost"]`, what died) are returned too."""
+    unscored = [o for o in outcomes if o.status == INFRA_ERROR and not (lost_worlds and o.extra.get("world_lost"))]
     if unscored:
         raise NoVerdict(f"{len(unscored)} sandbox job(s) got no verdict, their workers lost {RETRIES + 1} times each "
                         f"({unscored[0].error}); is this machine short of memory? Run the same command again to go on "
@@ -294,7 +297,8 @@ def require_verdicts(outcomes: list[Outcome]) -> list[Outcome]:
 
 def run_retrying(job: Job, worker: Callable[[], "_Worker | None"], release: Callable[["_Worker"], None]) -> Outcome:
     """Run `job` on `worker()` (a warm worker, a fresh one after a death), again on a fresh one each time its
-    worker is lost, at most RETRIES more times; then its outcome is INFRA_ERROR. `release` hands a worker back.
+    worker is lost (or on any, when only its world lost a part), at most RETRIES more times; then its outcome is
+    INFRA_ERROR. `release` hands a worker back.
     `worker()` answering None (the executor is stopping) ends the job as INFRA_ERROR too."""
     outcome, tries = None, 0
     while tries <= RETRIES:
@@ -310,11 +314,18 @@ def run_retrying(job: Job, worker: Callable[[], "_Worker | None"], release: Call
             if tries > 1:
                 outcome.extra["retried"] = tries - 1
             return outcome
-    return lost(job, tries, outcome.error if outcome else "the run was stopped")
+    if outcome is None:
+        return lost(job, tries, "the run was stopped")
+    return lost(job, tries, outcome.error, outcome.extra.get("world_lost"))
 
 
-def lost(job: Job, tries: int, error: str) -> Outcome:
-    """The outcome of a job that ran `tries` times without a verdict (`INFRA_ERROR`)."""
+def lost(job: Job, tries: int, error: str, world_lost: str | None = None) -> Outcome:
+    """The outcome of a job that ran `tries` times without a verdict (`INFRA_ERROR`); `world_lost`: what of its
+    world died on the last try (see `core.sandbox.worker._world_lost`)."""
+    if world_lost:
+        return Outcome(job.key, INFRA_ERROR, error=f"no verdict: its world lost a part {tries} time(s); last: "
+                                                   f"{world_lost}",
+                       extra={"retried": max(0, tries - 1), "world_lost": world_lost})
     return Outcome(job.key, INFRA_ERROR, error=f"no verdict: its sandbox worker was lost {tries} time(s); last: "
                                                f"{error}", extra={"retried": max(0, tries - 1)})
 

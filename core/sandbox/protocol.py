@@ -141,7 +141,7 @@ def decode_request(line: bytes | str) -> Request:
 # dropped (`core.sandbox.worker._checked_report`).
 REPORT_KEYS = ("status", "result", "recorded", "error", "traceback", "trace", "in_api", "setup", "calls", "submit")
 # What a reply carries besides the verdict, into `Outcome.extra`.
-EXTRA_KEYS = ("containment", "leftovers", "in_api", "setup", "calls", "submit")
+EXTRA_KEYS = ("containment", "leftovers", "in_api", "setup", "calls", "submit", "world_lost")
 
 
 @dataclass

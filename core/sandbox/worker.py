@@ -446,7 +446,8 @@ class Runner:
     def run_job(self, request: Request) -> dict:
         """The reply to one request, in steps: the world reset to the (first) test case, a contained child forked
         to run the request, its report read (a batch's one program at a time, `_batch`), the child and whatever it
-        left killed, and the verdict completed from the world."""
+        left killed, and the verdict completed from the world. A job during which a part of the world died
+        (`World.intact`) has no verdict: the reply is a crash that says what died (`_world_lost`)."""
         world = self._world(request)
         batch = request if isinstance(request, BatchRequest) else None
         if batch is not None:  # each program's test case; the first is reset here, the others in `_batch`
@@ -462,6 +463,7 @@ class Runner:
         # Output goes to an unlinked file the worker holds: the program cannot swap it for a link or a pipe.
         out, path = tempfile.mkstemp(dir=self.home)
         os.unlink(path)
+        pid = None
         try:
             world.reset(first)
             # The wall clock starts after the reset: restoring the world (restarting a service an earlier program
@@ -482,10 +484,11 @@ class Runner:
             os.close(rfd)
             kill_group(pid)  # the program and the processes it started in its group
             _, wait_status, usage = os.wait4(pid, 0)
-            if not world.intact():  # its service died under the program: no verdict here, the harness retries
+            pid = None
+            # (A batch ends before the program under which the world died, which runs alone: `_batch`.)
+            if batch is None and not world.intact():
                 reap_leftovers(keep, self.uid)
-                return {"status": CRASH, "error": "a part of the world (its service) died during the job",
-                        "seconds": 0.0}
+                return _world_lost(world)
             leftovers = reap_leftovers(keep, self.uid)  # and those that left the group
             seconds = time.monotonic() - start
             report = _verdict(data, how, wait_status, usage.ru_utime + usage.ru_stime, limits)
@@ -499,6 +502,13 @@ class Runner:
             if leftovers:
                 report["leftovers"] = leftovers
             return report
+        except Exception as exc:  # a reset or a snapshot that failed because a part of the world died
+            if world.intact():
+                raise
+            if pid is not None:
+                kill_group(pid)
+                os.waitpid(pid, 0)
+            return _world_lost(world, exc)
         finally:
             os.close(out)
             shutil.rmtree(workdir, ignore_errors=True)
@@ -567,14 +577,18 @@ class Runner:
                 except OSError:
                     pass
             one = report()
-            if one is None:
+            if one is None or not _world_read(world, one):
                 break
-            _read_world(world, one)
             reports.append(one)
             if k + 1 == len(shared):
                 break
             same = cases[k + 1] is cases[k]
-            reachable = world.restore(saved) if done and same else world.reset_between(cases[k + 1])
+            try:
+                reachable = world.restore(saved) if done and same else world.reset_between(cases[k + 1])
+            except Exception:  # noqa: BLE001 - a part of the world died: the next program runs alone
+                if world.intact():
+                    raise
+                break
             keep = keep | (children() - {pid})
             if not reachable:
                 break
@@ -596,6 +610,26 @@ def _verdict(data: bytes, how: str, wait_status: int, cpu: float, limits: Limits
         return {"status": TIMEOUT if out_of_cpu else EXECUTION_ERROR,
                 "error": "the program used up its CPU time" if out_of_cpu else _early_exit_text(wait_status)}
     return _checked_report(data)
+
+
+def _world_read(world, report: dict) -> bool:
+    """`_read_world` for a batch's program; False when a part of the world died under the program (before or while
+    it was read): that program has no verdict here, and runs alone."""
+    try:
+        if world.intact():
+            _read_world(world, report)
+    except Exception:  # noqa: BLE001
+        if world.intact():
+            raise
+    return world.intact()
+
+
+def _world_lost(world, exc: BaseException | None = None) -> dict:
+    """The reply to a job during which a part of the world died: a crash that names what died (`World.failure`,
+    else the error that revealed it). The harness runs it again on this worker, whose next reset brings the world
+    back, and after its retries it has no verdict for that reason (`core.sandbox.harness.run_retrying`)."""
+    why = world.failure() or (f"{type(exc).__name__}: {exc}" if exc is not None else "a part of the world died")
+    return {"status": CRASH, "error": why, "world_lost": why, "seconds": 0.0}
 
 
 def _read_world(world, report: dict) -> None:

@@ -2,7 +2,7 @@
 
 Examples:
   python -m scenarios.rest scenarios/rest/services/kinto.toml   # needs the rest extra: pip install -e ".[rest]"
-  python -m scenarios.rest session                              # a file that comes with StateEval, by name
+  python -m scenarios.rest session_http                         # a file that comes with StateEval, by name
   python -m scenarios.rest my_service.toml
 """
 

@@ -25,6 +25,7 @@ import random
 import re
 import string
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from scenarios.rest import draws
@@ -64,9 +65,14 @@ def is_item(op: Operation) -> bool:
 
 def template_match(template: str, path: str) -> list[str] | None:
     """The parameter values of a concrete path on a template, or None when it does not match."""
-    pattern = "^" + PARAM.sub("([^/]+)", re.escape(template).replace(r"\{", "{").replace(r"\}", "}")) + "$"
-    m = re.match(pattern, path)
+    m = _template_pattern(template).match(path)
     return list(m.groups()) if m else None
+
+
+@lru_cache(maxsize=1024)
+def _template_pattern(template: str) -> re.Pattern:
+    """A template's pattern, compiled once: every request a world watches is matched against every operation."""
+    return re.compile("^" + PARAM.sub("([^/]+)", re.escape(template).replace(r"\{", "{").replace(r"\}", "}")) + "$")
 
 
 # ------------------------------------------------------------------------------------------------ drawing
@@ -140,6 +146,8 @@ class Model:
     broken: set[str] = field(default_factory=set)  # operations no probe could call
     listings: dict[str, list[str]] = field(default_factory=dict)  # listing op id -> keys to its list of items
     statuses: dict[str, int] = field(default_factory=dict)  # write op id -> the status a call on a live item answered
+    # the last seed's population_values: the world asks for them at every request it watches
+    _values: dict[int, list] = field(default_factory=dict, repr=False, compare=False)
 
     def op(self, op_id: str) -> Operation:
         return next(o for o in self.operations if o.id == op_id)
@@ -152,7 +160,9 @@ class Model:
 
     def population_values(self, seed: int) -> list[tuple[str, str, list[str]]]:
         """The resources the population makes whose value the client chose (a path parameter of a population
-        request), in order: (resource, value, parent values); each once."""
+        request), in order: (resource, value, parent values); each once. The list is shared: do not change it."""
+        if seed in self._values:
+            return self._values[seed]
         out, seen = [], set()
         for method, path, _ in population(self.file, seed):
             for op in self.operations:
@@ -167,6 +177,8 @@ class Model:
                         seen.add(key)
                         out.append((resource(op.path, i), value, values[:i]))
                 break
+        self._values.clear()
+        self._values[seed] = out
         return out
 
     def made_in_answer(self, op: Operation, answer: Any) -> list[str]:

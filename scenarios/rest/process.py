@@ -37,6 +37,7 @@ STOP_TIMEOUT_S = 10.0  # after SIGTERM, before SIGKILL
 TAIL_LINES = 5  # of the service's output, in an error
 TAIL_CHARS = 400
 BODY_CHARS = 200  # of an answer's body, in an error
+DYING_S = 1.0  # after a request that failed, how long the service may take to exit, if it is exiting
 
 
 class ServiceError(RuntimeError):
@@ -135,6 +136,9 @@ class Service:
         try:
             return self.http.request(method, self.url + path, **kwargs)
         except requests.RequestException as e:
+            # A service that dies drops its connections a moment before it has exited: let it finish, so that
+            # whoever asks next finds it gone (`RestWorld.intact`) and its last words are in the log.
+            _exited(self.process.pid, DYING_S)
             raise ServiceError(f"{self.file.path}: {method} {self.url}{path} failed ({type(e).__name__}); the "
                                f"service printed: {self.tail()}") from None
 

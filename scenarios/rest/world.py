@@ -110,7 +110,8 @@ class RestWorld(World):
     # ---- the worker's side
 
     def reset(self, case: dict) -> None:
-        if self.service.process is None or self.service.process.poll() is not None:
+        if not self.intact():  # it died (see `failure`): started again, on the same port, in a fresh folder
+            self.service.stop()
             self.service.start()
         self.seed = seed_of(case)
         answers = self.service.reset(self.seed)
@@ -122,6 +123,13 @@ class RestWorld(World):
 
     def intact(self) -> bool:
         return self.service.process is not None and self.service.process.poll() is None
+
+    def failure(self) -> str | None:
+        process = self.service.process
+        if process is None or process.poll() is None:
+            return None  # never started, or stopped: the error that said so is the reason
+        return (f"the service {self.file.name} exited with status {process.returncode} during the job; it printed: "
+                f"{self.service.tail()}")
 
     def reset_between(self, case: dict) -> bool:
         if self.file.reset_request is None:

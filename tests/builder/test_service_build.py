@@ -3,8 +3,8 @@ through `python -m evaluate` with no extra flag (the dataset keeps the file), th
 one line with exit status 2 for a file or service that cannot be used.
 
 Kinto needs the rest extra (pip install -e ".[rest]"); its tests are skipped without it unless
-STATEEVAL_REQUIRE_REST is set. The session service's file is built from a copy under another name: `session` is
-the hand-built scenario's.
+STATEEVAL_REQUIRE_REST is set. The session service's shipped file is `session_http`: `session` is the hand-built
+scenario's.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
-from tests.scenarios.rest.conftest import write_service
+from tests.scenarios.rest.conftest import FAKE, write_service
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = ROOT / "scenarios" / "rest" / "services"
@@ -69,9 +70,7 @@ def test_kinto_builds_the_same_verified_split_twice_and_its_reference_scores_100
 
 
 def test_the_session_services_file_builds_a_split_its_reference_passes(tmp_path):
-    text = (SERVICES / "session.toml").read_text().replace('name = "session"', 'name = "session_http"', 1)
-    (tmp_path / "session_http.toml").write_text(text)
-    manifest = build(str(tmp_path / "session_http.toml"), tmp_path / "data", 2)
+    manifest = build("session_http", tmp_path / "data", 2)
     assert manifest["counts"]["session_http"] >= 1
     report = reference_score(tmp_path / "data", tmp_path / "results")
     assert report["summary"]["overall"]["pass@1"] == 1.0
@@ -82,7 +81,7 @@ def test_a_service_that_cannot_be_used_is_one_line_and_exit_2(tmp_path, problem)
     if problem == "missing":
         path, named = tmp_path / "nowhere.toml", "cannot be read"
     elif problem == "taken":
-        path, named = SERVICES / "session.toml", "is already a scenario's name"
+        path, named = write_service(tmp_path, name="session"), "is already a scenario's name"
     else:
         path = write_service(tmp_path, start=["{python}", "-c", "raise SystemExit(3)"], ready_timeout_s=20)
         named = "exited"
@@ -90,3 +89,24 @@ def test_a_service_that_cannot_be_used_is_one_line_and_exit_2(tmp_path, problem)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert named in done.stderr and not (tmp_path / "out").exists()
+
+
+def test_a_service_that_dies_under_some_references_drops_their_tasks_and_the_build_goes_on(tmp_path):
+    """The fake service dies at the third add after a reset: the references that add three times lose their world on
+    every try, and their tasks are dropped for it, counted under one reason that names the service and what it
+    printed; the others are kept, on a service started again after each death."""
+    path = write_service(tmp_path, start=["{python}", str(FAKE), "{port}", "--spec", "{dir}/openapi.json",
+                                          "--die-on", "POST /items", "--die-at", "3"])
+    done = run("builder", "--service", str(path), "--n", "6", *SMALL, "--out", str(tmp_path / "data"))
+    assert done.returncode in (0, 1), done.stderr[-2000:]  # 1: fewer tasks kept than asked, said on stderr
+    assert "Traceback" not in done.stderr and "no verdict" not in done.stderr
+    report = json.loads((tmp_path / "data" / "build_report.json").read_text())
+    reason = ("fake: reference lost its world: the service fake exited with status 3 during the job; it printed: "
+              "fake service: crashed on POST /items")
+    kept = report["kept"]["fake"]
+    assert report["rejections"].get(reason, 0) >= 1 and kept >= 1, report["rejections"]
+    assert kept + sum(report["rejections"].values()) == 6
+    assert f"dropped {report['rejections'][reason]}: {reason}" in done.stdout
+    for shard in (tmp_path / "data").rglob("*.parquet"):
+        for row in pq.read_table(shard).to_pylist():
+            assert row["reference_program"].count("requests.post") < 3, "what was kept never killed the service"

@@ -1,11 +1,14 @@
 """A tiny REST service for the tests of scenarios/rest/process.py, on the standard library only.
 
     python fake_service.py PORT [--ready STATUS] [--reset STATUS] [--spec FILE] [--child PIDFILE] [--ignore-term]
+                                [--die-on "METHOD PATH" [--die-at N]]
 
 GET /ready answers STATUS (default 200); GET /openapi.json answers FILE's bytes as they are; POST /reset empties the
 items and answers STATUS (default 204); POST /items stores the JSON body and answers 201 {"id": n}; GET /items lists
 them; GET /pid answers this process's pid. --child starts a process that sleeps in the same process group and
-writes its pid to PIDFILE; --ignore-term ignores SIGTERM, so only SIGKILL ends the service.
+writes its pid to PIDFILE; --ignore-term ignores SIGTERM, so only SIGKILL ends the service; --die-on makes the
+service print a line and exit with status 3, without answering, when it receives that request for the N-th time
+since the last reset (default the first: a crash).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ITEMS: list = []
+SEEN: list = []  # the requests named by --die-on since the last reset
 
 
 def main() -> None:
@@ -29,6 +33,8 @@ def main() -> None:
     p.add_argument("--spec")
     p.add_argument("--child")
     p.add_argument("--ignore-term", action="store_true")
+    p.add_argument("--die-on", default="", help='"METHOD PATH" of the request that ends the service')
+    p.add_argument("--die-at", type=int, default=1, help="the how many-th such request since the last reset")
     args = p.parse_args()
     if args.ignore_term:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -38,6 +44,15 @@ def main() -> None:
             f.write(str(child.pid))
 
     class Handler(BaseHTTPRequestHandler):
+        def parse_request(self) -> bool:
+            parsed = super().parse_request()
+            if parsed and f"{self.command} {self.path}" == args.die_on:
+                SEEN.append(self.path)
+                if len(SEEN) == args.die_at:
+                    print(f"fake service: crashed on {args.die_on}", file=sys.stderr, flush=True)
+                    os._exit(3)
+            return parsed
+
         def answer(self, status: int, body: bytes = b"", kind: str = "application/json") -> None:
             self.send_response(status)
             self.send_header("Content-Type", kind)
@@ -65,6 +80,7 @@ def main() -> None:
             body = self.rfile.read(length)
             if self.path == "/reset":
                 ITEMS.clear()
+                SEEN.clear()
                 self.answer(args.reset, b"" if args.reset < 300 else b'{"error": "cannot reset now"}')
             elif self.path.startswith("/items"):
                 ITEMS.append({"path": self.path, "body": json.loads(body) if body else None})

@@ -1,18 +1,25 @@
 """The state machine of a service's scenario (scenarios/rest/machine.py), on a small document and a model given by
 hand (no service runs): if/else conditions on what the program can know before it runs (a listing's size, a write's
 status code), a read of an item deleted earlier (its answer is the service's error, and the text says so), and the
-sampler's preference for building on what the program made."""
+sampler's preference for building on what the program made; and a program that comes to a point where no
+operation's path parameter can be bound to a live resource is dropped, its reason counted."""
 
 from __future__ import annotations
 
 import random
+from collections import Counter
+
+import builder.pipeline
+from builder.config import BuildConfig
+from builder.pipeline import Fuzzer
 from pathlib import Path
 
 from scenarios.base import State, Var
 from scenarios.rest.machine import ANSWER, MAKE_PREFERENCE, STATUS, USE_PREFERENCE, RestScenario
 from scenarios.rest.model import Model
 from scenarios.rest.openapi import read
-from scenarios.rest.servicefile import ServiceFile
+from scenarios.rest.servicefile import ServiceFile, load
+from tests.scenarios.rest.conftest import write_service
 
 ITEM = {"name": "shelf_id", "in": "path", "required": True, "schema": {"type": "string"}}
 BODY = {"content": {"application/json": {"schema": {"type": "object", "properties": {"name": {"type": "string"}}}}}}
@@ -125,3 +132,28 @@ def test_the_sampler_prefers_what_the_program_made_and_has_not_used():
     assert rest.preference(state, apis["get_shelf"], (shelf,)) == USE_PREFERENCE > MAKE_PREFERENCE
     call(rest, state, "get_shelf", shelf)
     assert rest.preference(state, apis["rename_shelf"], (shelf,)) == 1.0, "used once: no longer preferred"
+
+
+ONE_ITEM = [{"name": "item", "in": "path", "required": True, "schema": {"type": "string"}}]
+# One item, read and deleted: once it is deleted and read once more, no operation has a value for its parameter.
+ITEMS_SPEC = {"openapi": "3.0.3", "info": {"title": "items", "version": "1"}, "paths": {"/items/{item}": {
+    "get": {"parameters": ONE_ITEM, "responses": {"200": {"description": "the item"}}},
+    "delete": {"parameters": ONE_ITEM, "responses": {"204": {"description": "deleted"}}}}}}
+
+
+def test_a_program_with_no_value_left_to_bind_is_dropped_and_counted(tmp_path, monkeypatch):
+    file = load(write_service(tmp_path, name="items", arrays={"population": [
+        {"method": "GET", "path": "/items/{draw:hex:6}"}]}))
+    scenario = RestScenario(file)
+    scenario.__dict__["model"] = Model(file, read(ITEMS_SPEC))  # what a probe of such a service would find
+    monkeypatch.setattr(builder.pipeline, "get_scenario", lambda name: scenario)
+    rejections: Counter = Counter()
+    config = BuildConfig(scenarios=["items"], n=10, seed=0, created_at="2026-01-01")
+    drafts = Fuzzer("items").programs(config, 0, 10, rejections)
+    assert rejections["items: fuzzer found no valid call"] >= 1
+    assert len(drafts) + sum(rejections.values()) == 10, "every program is kept or counted under its reason"
+    for draft in drafts:  # after the delete, the item is read once at most, and the text says it was deleted
+        code = draft.program.reference_code()
+        if "requests.delete" in code:
+            assert code[code.index("requests.delete"):].count("requests.get") <= 1
+            assert code.count("requests.delete") == 1

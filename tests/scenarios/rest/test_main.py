@@ -25,7 +25,7 @@ def test_a_bad_file_or_service_exits_2_with_one_line(tmp_path, capsys):
     assert main([str(tmp_path / "missing.toml")]) == 2
     assert capsys.readouterr().err == f"error: {tmp_path / 'missing.toml'}: cannot be read (No such file or " \
                                       f"directory); give the path of a service file, or the name of one that " \
-                                      f"comes with StateEval: kinto, session\n"
+                                      f"comes with StateEval: kinto, session_http\n"
     path = write_service(tmp_path, start=["{python}", "-c", "raise SystemExit(4)"])
     assert main([str(path)]) == 2
     err = capsys.readouterr().err

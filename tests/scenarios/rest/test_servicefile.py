@@ -51,9 +51,9 @@ def test_substitute_fills_port_dir_and_python_only():
         f"{sys.executable} --port=8080 --db /tmp/d/x {{id}}"
 
 
-@pytest.mark.parametrize("name", ["kinto", "session"])
+@pytest.mark.parametrize("name", ["kinto", "session_http"])
 def test_the_shipped_files_read_by_path_and_by_name(name):
-    assert shipped() == ["kinto", "session"]
+    assert shipped() == ["kinto", "session_http"]
     file = load(SERVICES / f"{name}.toml")
     assert file.name == name and file.population, "each shipped file shows a population"
     assert load(name) == file

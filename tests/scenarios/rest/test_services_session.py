@@ -1,4 +1,4 @@
-"""StateEval's own session service from scenarios/rest/services/session.toml alone: started, read, reset by a restart
+"""StateEval's own session service from scenarios/rest/services/session_http.toml alone: started, read, reset by a restart
 (an empty database), populated, and its one inferred dependency confirmed live."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from scenarios.rest.process import Service
 from scenarios.rest.servicefile import load
 from tests.scenarios.rest.conftest import alive
 
-SESSION = Path(__file__).resolve().parents[3] / "scenarios" / "rest" / "services" / "session.toml"
+SESSION = Path(__file__).resolve().parents[3] / "scenarios" / "rest" / "services" / "session_http.toml"
 LISTING = "/api/sessions/{source}/{type}"
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from scenarios.rest.model import draw, resource, template_match
 from scenarios.rest.schema import Schema
 from scenarios.rest.world import ERASED, Masker
@@ -42,3 +44,69 @@ def test_made_up_values_are_renamed_in_the_order_they_were_made_and_times_erased
     assert again({"a": "q1", "b": "Zz99bb"}) == Masker(["Xq81aa", "p0"], ())({"a": "p0", "b": "Xq81aa"})
     assert Masker([], ("data.stamp",), keep=frozenset({"lemon"}))({"data": {"stamp": "lemon"}}) == \
         {"data": {"stamp": "lemon"}}, "a value the client chose is never renamed"
+
+
+def test_the_populations_values_are_the_seeds_whichever_seed_came_before(tmp_path):
+    from scenarios.rest.model import Model
+    from scenarios.rest.openapi import read
+    from scenarios.rest.servicefile import load
+    from tests.scenarios.rest.conftest import FAKE_SPEC, write_service
+
+    file = load(write_service(tmp_path, arrays={"population": [
+        {"method": "POST", "path": "/items/{draw:word@a}"}, {"method": "GET", "path": "/items/{draw:hex:6}"}]}))
+    operations = read(FAKE_SPEC)
+
+    def fresh(seed: int) -> list:
+        return Model(file, operations).population_values(seed)
+
+    model = Model(file, operations)
+    assert fresh(1) != fresh(2)  # the seeds draw different values
+    for seed in (1, 2, 1, 1, 2):
+        assert model.population_values(seed) == fresh(seed)
+
+
+POST = 'requests.post(f"{BASE_URL}/items", json={}, headers=HEADERS).status_code'
+LIST = 'requests.get(f"{BASE_URL}/items", headers=HEADERS).status_code'
+
+
+@pytest.mark.parametrize("dies_on, at, calls", [("POST /items", 3, [POST] * 3), ("GET /items", 2, [LIST])],
+                         ids=["program", "snapshot"])
+def test_a_job_under_which_the_service_dies_says_so_and_the_next_finds_it_again(tmp_path, dies_on, at, calls):
+    """The service dies under the program's third add (the probe at start sends two), or under the snapshot's
+    listing after the program's own: the worker's reply has no verdict and names the service and what it printed
+    last; the next job, on the same worker, meets a service started again."""
+    from builder.config import BuildConfig, rng_for
+    from builder.fuzz import CoverageRecorder
+    from builder.program import generate_program
+    from core.sandbox.harness import Limits
+    from core.sandbox.protocol import ProgramRequest, WireCase
+    from core.sandbox.worker import Runner
+    from core.statuses import CRASH, OK
+    from scenarios import get_scenario
+    from scenarios.rest.registration import register
+    from tests.scenarios.rest.conftest import FAKE, write_service
+
+    name = f"dying_{'_'.join(dies_on.lower().replace('/', ' ').split())}"
+    path = write_service(tmp_path, name=name, start=["{python}", str(FAKE), "{port}", "--spec", "{dir}/openapi.json",
+                                                     "--die-on", dies_on, "--die-at", str(at)])
+    register(path)
+    config = BuildConfig(scenarios=[name], n=1, seed=0, created_at="2026-01-01")
+    program = generate_program(get_scenario(name), rng_for(config, name, 0, "fuzz"), CoverageRecorder())
+    case = program.test_cases(config, 0)[0].to_row()
+    runner = Runner(None)
+    try:
+        def run(code: str) -> dict:
+            return runner.run_job(ProgramRequest(name, WireCase.of(case), Limits(), code))
+
+        assert run(f"RESULT = [{POST}]")["status"] == OK
+        world = runner.worlds[name]
+        pid = world.service.process.pid
+        lost = run(f"RESULT = [{', '.join(calls)}]")
+        assert lost["status"] == CRASH and lost["error"] == lost["world_lost"]
+        assert lost["world_lost"] == (f"the service {name} exited with status 3 during the job; it printed: "
+                                      f"fake service: crashed on {dies_on}")
+        again = run(f"RESULT = [{POST}]")
+        assert again["status"] == OK and again["result"] == [201]
+        assert world.service.process.pid != pid and world.intact()
+    finally:
+        runner.close()
