@@ -41,6 +41,12 @@ def build(service: str, out: Path, n: int) -> dict:
     return json.loads((out / "MANIFEST.json").read_text())
 
 
+def load_rows(dataset: Path) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    return [row for shard in sorted(dataset.rglob("*.parquet")) for row in pq.read_table(shard).to_pylist()]
+
+
 def reference_score(dataset: Path, results: Path, mode: str = "code") -> dict:
     done = run("evaluate", "--dataset", str(dataset), "--model", "reference", "--mode", mode, "--out", str(results))
     assert done.returncode == 0, done.stderr[-2000:]
@@ -67,6 +73,21 @@ def test_kinto_builds_the_same_verified_split_twice_and_its_reference_scores_100
     assert report["summary"]["overall"]["pass@1"] == 1.0
     assert [s["status"] for s in report["samples"]] == ["pass"] * 4
     assert all(s["turns"] > 1 for s in report["samples"]), "every task is replayed as calls, not only a submission"
+
+    # nothing else changed: the reference plus one more bucket, or less the population's record, fails on its state
+    task = next(r for r in load_rows(tmp_path / "a") if "bucket1" in r["setup_code"])
+    extra = 'requests.post(f"{BASE_URL}/v1/buckets", json={"data": {}}, headers=HEADERS)\n'
+    gone = ('requests.delete(f"{BASE_URL}/v1/buckets/{bucket1}/collections/{collection1}/records/{record1}", '
+            'headers=HEADERS)\n')
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text("".join(json.dumps({"task_id": task["task_id"], "code": code}) + "\n"
+                               for code in (task["reference_program"] + extra, task["reference_program"] + gone)))
+    done = run("evaluate", "--dataset", str(tmp_path / "a"), "--samples", str(samples), "--n-samples", "2",
+               "--out", str(tmp_path / "wrong"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    wrong = json.loads(next((tmp_path / "wrong").rglob("results.json")).read_text())
+    assert [s["status"] for s in wrong["samples"]] == ["result_error"] * 2, wrong["samples"]
+    assert all(": state" in s["error"] for s in wrong["samples"]), "RESULT is the reference's: the state tells"
 
 
 def test_the_session_services_file_builds_a_split_its_reference_passes(tmp_path):
