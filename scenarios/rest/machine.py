@@ -1,11 +1,12 @@
 """The state machine of a scenario derived from a service file: one API per operation of its document.
 
-Variables: a resource's value (`bucket1`: declared in the setup block when the population made it, or the id a
-creator's answer holds), a request body (`body1`: drawn from the operation's schema and declared in the setup block,
-so that a redrawn input sends other values), an answer (`answer1`: what a reader, or a POST that makes nothing
-named, answered, as JSON) and a status code (`status1`: what an update or a delete answered). A resource's value
-knows its parents (`{"parents": [...]}`, the variables of the resources before it in its path), so that a call on a
-record names its bucket and collection too. A deleted resource, and whatever lies under it, is no longer used.
+Variables: a resource's value (`bucket1`: declared in the setup block when the population made it, unless its
+request is `named = false`, or the id a creator's answer holds), a request body (`body1`: drawn from the operation's
+schema and declared in the setup block, so that a redrawn input sends other values), an answer (`answer1`: what a
+reader, or a POST that makes nothing named, answered, as JSON) and a status code (`status1`: what an update or a
+delete answered). A resource's value knows its parents (`{"parents": [...]}`, the variables of the resources before
+it in its path), so that a call on a record names its bucket and collection too. A deleted resource, and whatever
+lies under it, is no longer used.
 
 The model (`scenarios.rest.model`) comes from a running instance of the service, started once per process when the
 builder first asks for the APIs; the harness, which only compares, never starts it.
@@ -18,7 +19,9 @@ from functools import cached_property
 
 from scenarios.base import (API, INIT, PAPER, Asset, Call, Condition, Scenario, State, Var, canonical_json,
                             join_names, setup_block)
-from scenarios.rest.model import ASSET, Model, draw, is_item, path_parameters, resource
+from scenarios.rest import fields
+from scenarios.rest.model import (ASSET, Model, draw, is_item, path_parameters, population, resource,
+                                  template_match)
 from scenarios.rest.openapi import Operation
 from scenarios.rest.servicefile import ServiceFile
 from scenarios.rest.tools import kept_operations, sends_body, tool_spec
@@ -27,6 +30,10 @@ BODY, ANSWER, STATUS = "body", "answer", "status"
 GONE = "gone"  # state.extra: the names of resources deleted
 UNSEEN = "unseen"  # state.extra: resources written or made that no reader has read since
 GONE_READ = "gone_read"  # state.extra: deleted resources read since (once is enough to show the delete)
+FIELDS = "fields"  # state.extra: per resource, the fields the bodies sent to it set (`scenarios.rest.fields`)
+READS = "reads"  # state.extra: the reads made since the last write that could change their answer
+UPDATED = "updated"  # state.extra: resources of UNSEEN that an update (PUT, PATCH) left unseen
+UNNAMED = "unnamed"  # state.extra: [resource, parents] of what the population made and the setup does not name
 # How much likelier a call is than its coverage weight says (`RestScenario.preference`): one on a resource made and
 # not used yet all but always comes next, and making one is preferred to reading or writing the population.
 USE_PREFERENCE, MAKE_PREFERENCE = 1000.0, 100.0
@@ -105,11 +112,24 @@ class OperationAPI(API):
 
     def bindings(self, state):
         if not self.params:
-            return [()]
+            return [()] if self.kind != ANSWER or _read_is_new(state, self, []) else []
         writes = self.kind == STATUS
         return [(v.name,) for v in state.of_type(self.target)
                 if (_live(state, v) or (self.reads_item and _gone_itself(state, v)))
-                and len(v.value["parents"]) == len(self.params) - 1 and not (writes and _unseen_under(state, v))]
+                and len(v.value["parents"]) == len(self.params) - 1 and not (writes and _unseen_under(state, v))
+                and self._tells_apart(state, v)]
+
+    def _tells_apart(self, state: State, var: Var) -> bool:
+        """Whether this call on `var` gives an answer or a state that a confused call would not: a PUT or a PATCH
+        needs a body that leaves out a field the resource holds (`fields.separable`); a read must not repeat one
+        made since the last write that could change it, nor be a listing known to be empty (two of those answer
+        alike, so that a program reading another, or swapping them in RESULT, passes every test)."""
+        if self.op.method in fields.UPDATES and self.has_body:
+            known = state.extra.get(FIELDS, {}).get(var.name, [])
+            return fields.separable(self.op.body.schema, _keys(self.scenario.model.body_keys.get(self.op.id)), known)
+        if self.kind == ANSWER:
+            return _read_is_new(state, self, [*var.value["parents"], var.name])
+        return True
 
     def apply(self, state, inputs, rng):
         op, model = self.op, self.scenario.model
@@ -124,7 +144,10 @@ class OperationAPI(API):
         extra = ""
         if self.has_body:
             body = state.fresh(BODY)
-            state.declare(Var(body, BODY, draw(op.body.schema, rng, _keys(model.body_keys.get(op.id)))))
+            value = draw(op.body.schema, rng, _keys(model.body_keys.get(op.id)))
+            if op.method in fields.UPDATES and inputs:  # leave out a field the resource holds (`bindings`)
+                fields.separate(value, op.body.schema, state.extra.get(FIELDS, {}).get(inputs[0], []), rng)
+            state.declare(Var(body, BODY, value))
             state.extra.setdefault("bodies", {})[body] = op.id
             used.append(body)
             extra = f", json={body}"
@@ -135,12 +158,10 @@ class OperationAPI(API):
             code = f"{out} = {request}.json(){where}"
         elif self.kind == ANSWER:
             listed = resource(op.path) + "/{}"
-            items = None
-            if op.id in model.listings:  # how many items the listing holds, as far as the variables say
-                items = sum(1 for v in state.of_type(listed) if _live(state, v) and v.value["parents"] == values
-                            and v.producer != TakeId.name)  # (an id taken from a listing is one counted already)
-            out = state.produce(ANSWER, ANSWER, {"op": op.id, "items": items, "parents": values, "res": listed},
-                                self.name)
+            items = _listed(state, self, values)
+            unnamed = sum(1 for r, parents in state.extra.get(UNNAMED, []) if r == listed and parents == values)
+            out = state.produce(ANSWER, ANSWER, {"op": op.id, "items": items, "unnamed": unnamed, "parents": values,
+                                                 "res": listed}, self.name)
             code = f"{out} = {request}.json()"
         else:
             out = state.produce(STATUS, STATUS, model.statuses.get(op.id), self.name)
@@ -148,6 +169,7 @@ class OperationAPI(API):
             if op.method == "DELETE" and inputs:  # (deletes of whole collections are no APIs)
                 state.extra.setdefault(GONE, []).append(inputs[0])
         _observe(state, self, inputs, out, values)
+        _remember(state, self, inputs, out, values, state.vars[used[-1]].value if self.has_body else None)
         state.consume(used, self.name)
         args = {"op": op.id}
         if inputs and inputs[0] in state.extra.get(GONE, []) and self.kind == ANSWER:
@@ -168,7 +190,8 @@ class OperationAPI(API):
 class TakeId(API):
     """Local: the id of the first item of a listing's answer (a resource of the listed kind, with the listing's
     parents), so that a later call can act on what a listing showed. Only from a listing of two items or more,
-    where the first is not also the last."""
+    where the first is not also the last, none of which a variable holds (the population's unnamed resources): an
+    id some variable holds already would make that variable and the new one interchangeable."""
 
     name = "take_id"
     phrases = ("take the id (`{key}`) of the first item in {in0_} as {out0_}",
@@ -184,6 +207,7 @@ class TakeId(API):
 
     def bindings(self, state):
         return [(v.name,) for v in state.of_type(ANSWER) if v.value and (v.value["items"] or 0) >= 2
+                and v.value["unnamed"] == v.value["items"] == _listed_now(state, v.value) and not _named(state, v.value)
                 and not any(p in state.extra.get(GONE, []) for p in v.value["parents"])]
 
     def apply(self, state, inputs, rng):
@@ -191,6 +215,8 @@ class TakeId(API):
         listing, model = state.vars[answer].value, self.scenario.model
         res = listing["res"]
         out = state.produce(name_of(res, model.operations), res, {"parents": listing["parents"]}, self.name)
+        unnamed = state.extra[UNNAMED]  # the taken one is named now
+        unnamed.remove(next(u for u in unnamed if u == [res, listing["parents"]]))
         state.consume(inputs, self.name)
         where = "".join(f"[{k!r}]" for k in model.listings[listing["op"]])
         key = model.id_key(res)
@@ -213,20 +239,90 @@ def _unseen_under(state: State, var: Var) -> bool:
 
 def _observe(state: State, api: OperationAPI, inputs: tuple, out: str, values: list[str]) -> None:
     """Keep `UNSEEN` up to date after a call: a write or a creation is unseen until a reader of the resource, or a
-    listing that holds it, reads it."""
+    listing that holds it, reads it; an update (`UPDATED`) until a reader of the resource does, since a listing may
+    show only part of each item (Kinto's leaves permissions out), perhaps not the part that tells a PUT from a
+    PATCH."""
     unseen = state.extra.setdefault(UNSEEN, [])
+    updated = state.extra.setdefault(UPDATED, [])
     if api.kind == "create":
         unseen.append(out)
     elif api.kind == STATUS and inputs:  # a write, or a delete (which a later delete of a parent would undo)
         unseen.append(inputs[0])
+        if api.op.method in fields.UPDATES:
+            updated.append(inputs[0])
     elif api.op.method == "GET":
-        if inputs:
-            shown = [n for n in unseen if n == inputs[0]]
-        else:
-            shown = []
+        # An item's reader shows the item; a listing (of what lies under `inputs[0]`) shows its items, not it.
+        shown = [n for n in unseen if n == inputs[0]] if inputs and is_item(api.op) else []
         listed = resource(api.op.path) + "/{}"
-        shown += [n for n in unseen if state.vars[n].type == listed and state.vars[n].value["parents"] == values]
+        shown += [n for n in unseen if state.vars[n].type == listed and state.vars[n].value["parents"] == values
+                  and n not in updated]
         state.extra[UNSEEN] = [n for n in unseen if n not in shown]
+        state.extra[UPDATED] = [n for n in updated if n not in shown]
+
+
+def _listed(state: State, api: OperationAPI, values: list[str]) -> int | None:
+    """How many items a listing holds, as far as the variables and the population say (None: the operation is
+    no listing)."""
+    if api.op.id not in api.scenario.model.listings:
+        return None
+    return _listed_now(state, {"res": resource(api.op.path) + "/{}", "parents": values})
+
+
+def _listed_now(state: State, listing: dict) -> int:
+    """How many items of `listing["res"]` under `listing["parents"]` there are now: live variables and unnamed."""
+    res, parents = listing["res"], listing["parents"]
+    return _named(state, listing) + sum(1 for r, p in state.extra.get(UNNAMED, []) if r == res and p == parents)
+
+
+def _named(state: State, listing: dict) -> int:
+    """How many live variables hold items of `listing["res"]` under `listing["parents"]`."""
+    return sum(1 for v in state.of_type(listing["res"]) if _live(state, v) and v.value["parents"] == listing["parents"])
+
+
+def _read_is_new(state: State, api: OperationAPI, values: list[str]) -> bool:
+    """Whether a read may be made (see `OperationAPI._tells_apart`): not a listing known to be empty, and not the
+    same read again with nothing written since that could change its answer."""
+    if api.op.method != "GET":
+        return True
+    return _listed(state, api, values) != 0 and all(r[:2] != [api.op.id, values] for r in state.extra.get(READS, []))
+
+
+def _shown(api: OperationAPI, values: list[str]) -> list | None:
+    """What a read shows: [type, parents, name] of an item, [type, parents, None] of a listing's items, or None
+    (something else: any write may change it)."""
+    if is_item(api.op) and values:
+        return [api.target, values[:-1], values[-1]]
+    if api.op.id in api.scenario.model.listings:
+        return [resource(api.op.path) + "/{}", list(values), None]
+    return None
+
+
+def _changes(read: list | None, api: OperationAPI, inputs: tuple, out: str, values: list[str]) -> bool:
+    """Whether a write may change what a read showed (`_shown`): it makes, updates or deletes that item or an item
+    of that listing, or deletes a resource above them; a write of unknown effect may change anything."""
+    if read is None or api.kind not in ("create", STATUS) or (api.kind == STATUS and not inputs):
+        return True
+    kind, parents, name = read
+    target, under, var = ((api.makes, values, out) if api.kind == "create" else
+                          (api.target, values[:-1], inputs[0]))
+    if api.op.method == "DELETE" and var in parents:
+        return True
+    return kind == target and (var == name if name is not None else under == parents)
+
+
+def _remember(state: State, api: OperationAPI, inputs: tuple, out: str, values: list[str], body) -> None:
+    """Keep `READS` and `FIELDS` up to date after a call: a read is remembered with what it shows; a write forgets
+    the reads it may change (`_changes`), and sets the fields of what it made or updated (`fields.after`)."""
+    reads = state.extra.setdefault(READS, [])
+    if api.op.method == "GET":
+        reads.append([api.op.id, list(values), _shown(api, values)])
+        return
+    state.extra[READS] = [r for r in reads if not _changes(r[2], api, inputs, out, values)]
+    known = state.extra.setdefault(FIELDS, {})
+    if api.kind == "create":
+        known[out] = fields.leaves(body)
+    elif api.op.method in fields.UPDATES and inputs and body is not None:
+        known[inputs[0]] = fields.after(known.get(inputs[0], []), body, api.op.method)
 
 
 def _join(items: list[str]) -> str:
@@ -282,13 +378,28 @@ class RestScenario(Scenario):
         model = self.model
         by_value: dict[tuple, str] = {}
         order = []
+        sent, unnamed = {}, set()  # what each population request's body sets, by the resource it names (`FIELDS`)
+        for item, (method, path, body) in zip(self.file.population, population(self.file, seed)):
+            op = model.operation_for(method, path)
+            values = template_match(op.path, path) if op is not None else None
+            if values:
+                key = (resource(op.path, len(values) - 1), tuple(values))
+                sent[key] = fields.leaves(body)
+                if not item.named:
+                    unnamed.add(key)
         for res, value, parents in model.population_values(seed):
-            parent_names = [by_value[(resource_prefix(res, i), tuple(parents[: i + 1]))]
-                            for i in range(len(parents))]
+            keys = [(resource_prefix(res, i), tuple(parents[: i + 1])) for i in range(len(parents))]
+            if any(k not in by_value for k in keys):
+                continue  # under an unnamed resource: no listing a program can call shows it
+            parent_names = [by_value[k] for k in keys]
+            if (res, tuple([*parents, value])) in unnamed:
+                state.extra.setdefault(UNNAMED, []).append([res, parent_names])
+                continue
             name = state.fresh(name_of(res, model.operations))
             state.declare(Var(name, res, {"parents": parent_names, "value": value}))
             by_value[(res, tuple([*parents, value]))] = name
             order.append(name)
+            state.extra.setdefault(FIELDS, {})[name] = sent.get((res, tuple([*parents, value])), [])
         state.extra["population"] = order
         state.assets[ASSET] = Asset(ASSET, ASSET, {"seed": seed}, b"")
 

@@ -34,11 +34,13 @@ class ServiceFileError(ValueError):
 
 @dataclass(frozen=True)
 class Request:
-    """One request of the population: `body` is sent as JSON (None: no body); placeholders still undrawn."""
+    """One request of the population: `body` is sent as JSON (None: no body); placeholders still undrawn. `named`:
+    whether the setup block names what it makes (False: a program finds it only through a listing)."""
 
     method: str
     path: str
     body: Any = None
+    named: bool = True
 
 
 @dataclass(frozen=True)
@@ -199,7 +201,8 @@ class _Checker:
     def population(self) -> tuple[Request, ...]:
         value = self.raw.get("population", [])
         if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-            raise self.fail("population", "must be a list of tables: [[population]] then method, path and body")
+            raise self.fail("population", "must be a list of tables: [[population]] then method, path, body and "
+                                          "named")
         requests = tuple(self.request(f"population[{i}]", item) for i, item in enumerate(value))
         try:
             draws.check([[r.path, r.body] for r in requests])
@@ -208,14 +211,17 @@ class _Checker:
         return requests
 
     def request(self, key: str, item: dict) -> Request:
-        unknown = sorted(set(item) - {"method", "path", "body"})
+        unknown = sorted(set(item) - {"method", "path", "body", "named"})
         if unknown:
-            raise self.fail(f"{key}.{unknown[0]}", "unknown key; a request has method, path and body")
+            raise self.fail(f"{key}.{unknown[0]}", "unknown key; a request has method, path, body and named")
+        named = item.get("named", True)
+        if not isinstance(named, bool):
+            raise self.fail(f"{key}.named", f"must be true or false, not {named!r}")
         method = self.text(f"{key}.method", item.get("method", ""), example=' such as "POST"')
         if method not in METHODS:
             raise self.fail(f"{key}.method", f"{method!r} is not one of {', '.join(METHODS)}")
         path = self.url_path(f"{key}.path", self.text(f"{key}.path", item.get("path", ""), example=' such as "/items"'))
-        return Request(method, path, item.get("body"))
+        return Request(method, path, item.get("body"), named)
 
     def seconds(self, key: str, default: float) -> float:
         value = self.raw.get(key, default)

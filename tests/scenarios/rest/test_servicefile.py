@@ -88,6 +88,8 @@ def test_each_bad_key_is_one_line_naming_file_and_key(tmp_path, keys, named, fix
     (None, {"population": [{"method": "POST"}]}, "population[0].path: must be a non-empty string"),
     (None, {"population": [{"method": "FETCH", "path": "/a"}]}, "population[0].method: 'FETCH' is not one of"),
     (None, {"population": [{"method": "GET", "path": "/a", "query": "x"}]}, "population[0].query: unknown key"),
+    (None, {"population": [{"method": "PUT", "path": "/a", "named": "no"}]},
+     "population[0].named: must be true or false, not 'no'"),
     (None, {"population": [{"method": "GET", "path": "/a/{draw:colour}"}]},
      "population: {draw:colour}: unknown kind 'colour'"),
     (None, {"population": [{"method": "GET", "path": "/a/{draw:@later}"},
