@@ -4,6 +4,7 @@ ask whether a process is still alive."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -74,3 +75,18 @@ def alive(pid: int) -> bool:
 @pytest.fixture
 def fake(tmp_path) -> Path:
     return write_service(tmp_path)
+
+
+@pytest.fixture
+def isolated_registry(monkeypatch):
+    """Services a test registers in this process are forgotten after it: the scenario registry, the files behind
+    it, the scenarios made and STATEEVAL_SERVICES are as they were (later tests build the default scenarios)."""
+    import scenarios
+    from scenarios.rest import registration
+
+    monkeypatch.setattr(scenarios.SCENARIOS, "_entries", dict(scenarios.SCENARIOS._entries))
+    monkeypatch.setattr(scenarios.SCENARIOS, "_loaded", dict(scenarios.SCENARIOS._loaded))
+    monkeypatch.setattr(scenarios, "_instances", dict(scenarios._instances))
+    monkeypatch.setattr(registration, "_files", dict(registration._files))
+    monkeypatch.setenv(registration.ENV, os.environ.get(registration.ENV, ""))
+    yield

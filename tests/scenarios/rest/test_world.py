@@ -71,7 +71,8 @@ LIST = 'requests.get(f"{BASE_URL}/items", headers=HEADERS).status_code'
 
 @pytest.mark.parametrize("dies_on, at, calls", [("POST /items", 3, [POST] * 3), ("GET /items", 2, [LIST])],
                          ids=["program", "snapshot"])
-def test_a_job_under_which_the_service_dies_says_so_and_the_next_finds_it_again(tmp_path, dies_on, at, calls):
+def test_a_job_under_which_the_service_dies_says_so_and_the_next_finds_it_again(tmp_path, dies_on, at, calls,
+                                                                            isolated_registry):
     """The service dies under the program's third add (the probe at start sends two), or under the snapshot's
     listing after the program's own: the worker's reply has no verdict and names the service and what it printed
     last; the next job, on the same worker, meets a service started again."""
