@@ -6,6 +6,13 @@ started with `STATEEVAL_SERVICES` in its environment, registers the same ones wh
 by `scenarios` itself. A dataset keeps, under `services/`, a copy of each service file (`NAME.toml`) and of the OpenAPI document the build
 read (`NAME.openapi.json`, the file's own document when it names a file beside it), so that evaluation rebuilds
 the same world with no extra flag.
+
+The fields a service makes up beyond the file's `volatile` are learned once, by the build (`scenarios.rest.world.learn`,
+when the builder probes the service), and kept in the dataset too (`NAME.learned.json`), so that every worker of
+every run renames the same fields and an answer scores alike on all of them. They reach the workers through
+`STATEEVAL_LEARNED` (JSON: each service's name and its fields), which `decide` sets in the builder and `register`
+sets from a dataset's file; a world that finds none for its service (a service file registered alone, outside a
+build) learns them itself.
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ from scenarios.rest.servicefile import ServiceFile, ServiceFileError, load
 
 ENV = "STATEEVAL_SERVICES"  # service files to register, separated by os.pathsep (the workers inherit it)
 FOLDER = "services"  # a dataset's copies of its service files
+LEARNED_ENV = "STATEEVAL_LEARNED"  # {name: [field, ...]}: the made-up fields each service's build learned
+LEARNED = "{name}.learned.json"  # beside a dataset's copy of a service file: {"learned": [field, ...]}
 _files: dict[str, ServiceFile] = {}  # name -> the file registered under it
 
 
@@ -36,8 +45,11 @@ def register(path: str | Path) -> str:
                                "another name")
     from scenarios.rest.machine import RestScenario
 
+    fields = shipped_fields(file)
     SCENARIOS.add(file.name, partial(RestScenario, file))
     _files[file.name] = file
+    if fields is not None:
+        decide(file.name, fields)
     paths = [p for p in os.environ.get(ENV, "").split(os.pathsep) if p]
     if str(file.path.resolve()) not in paths:
         os.environ[ENV] = os.pathsep.join([*paths, str(file.path.resolve())])
@@ -61,6 +73,35 @@ def registered(name: str) -> ServiceFile | None:
     return _files.get(name)
 
 
+def shipped_fields(file: ServiceFile) -> list[str] | None:
+    """The made-up fields kept beside a dataset's copy of a service file (`NAME.learned.json`), None without one;
+    ServiceFileError for one that cannot be read."""
+    path = file.path.with_name(LEARNED.format(name=file.name))
+    if not path.is_file():
+        return None
+    try:
+        fields = json.loads(path.read_text())["learned"]
+        if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
+            raise ValueError("not a list of strings")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ServiceFileError(f"{path}: cannot read the learned fields ({e}); build the dataset again "
+                               "or remove the file") from None
+    return fields
+
+
+def decide(name: str, fields) -> None:
+    """Make `fields` the made-up fields of the service `name` for this process and the workers it starts."""
+    known = json.loads(os.environ.get(LEARNED_ENV) or "{}")
+    known[name] = sorted(fields)
+    os.environ[LEARNED_ENV] = json.dumps(known, sort_keys=True)
+
+
+def made_up(name: str) -> tuple[str, ...] | None:
+    """The made-up fields decided for the service `name` (`decide`), or None when none were."""
+    fields = json.loads(os.environ.get(LEARNED_ENV) or "{}").get(name)
+    return None if fields is None else tuple(fields)
+
+
 def save(folder: str | Path, names: list[str]) -> None:
     """Copy the service files of the scenarios `names` that came from one into `folder/services`, with the
     document each build read."""
@@ -81,3 +122,5 @@ def save(folder: str | Path, names: list[str]) -> None:
         if isinstance(servers, list):  # OpenAPI 3's too
             document["servers"] = [s for s in servers if "127.0.0.1" not in str(s) and "localhost" not in str(s)]
         (where / f"{name}.openapi.json").write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+        (where / LEARNED.format(name=name)).write_text(json.dumps({"learned": list(scenario.learned)}, indent=2)
+                                                       + "\n")
