@@ -254,7 +254,7 @@ class RestScenario(Scenario):
         copy of the file came with them, and decided for the workers (`scenarios.rest.registration.decide`)."""
         from scenarios.rest.model import probe
         from scenarios.rest.process import Service
-        from scenarios.rest.registration import decide, made_up
+        from scenarios.rest.learned import decide, made_up
         from scenarios.rest.world import learn
 
         with Service(self.file) as service:

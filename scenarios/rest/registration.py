@@ -7,12 +7,8 @@ by `scenarios` itself. A dataset keeps, under `services/`, a copy of each servic
 read (`NAME.openapi.json`, the file's own document when it names a file beside it), so that evaluation rebuilds
 the same world with no extra flag.
 
-The fields a service makes up beyond the file's `volatile` are learned once, by the build (`scenarios.rest.world.learn`,
-when the builder probes the service), and kept in the dataset too (`NAME.learned.json`), so that every worker of
-every run renames the same fields and an answer scores alike on all of them. They reach the workers through
-`STATEEVAL_LEARNED` (JSON: each service's name and its fields), which `decide` sets in the builder and `register`
-sets from a dataset's file; a world that finds none for its service (a service file registered alone, outside a
-build) learns them itself.
+The fields a service makes up beyond the file's `volatile` are learned once, by the build, and kept in the dataset
+too (`NAME.learned.json`, see `scenarios.rest.learned`); `register` decides them from a dataset's file.
 """
 
 from __future__ import annotations
@@ -24,12 +20,11 @@ from functools import partial
 from pathlib import Path
 
 from scenarios import SCENARIOS, get_scenario
+from scenarios.rest.learned import LEARNED, decide, shipped_fields
 from scenarios.rest.servicefile import ServiceFile, ServiceFileError, load
 
 ENV = "STATEEVAL_SERVICES"  # service files to register, separated by os.pathsep (the workers inherit it)
 FOLDER = "services"  # a dataset's copies of its service files
-LEARNED_ENV = "STATEEVAL_LEARNED"  # {name: [field, ...]}: the made-up fields each service's build learned
-LEARNED = "{name}.learned.json"  # beside a dataset's copy of a service file: {"learned": [field, ...]}
 _files: dict[str, ServiceFile] = {}  # name -> the file registered under it
 
 
@@ -71,35 +66,6 @@ def register_folder(folder: str | Path) -> list[str]:
 
 def registered(name: str) -> ServiceFile | None:
     return _files.get(name)
-
-
-def shipped_fields(file: ServiceFile) -> list[str] | None:
-    """The made-up fields kept beside a dataset's copy of a service file (`NAME.learned.json`), None without one;
-    ServiceFileError for one that cannot be read."""
-    path = file.path.with_name(LEARNED.format(name=file.name))
-    if not path.is_file():
-        return None
-    try:
-        fields = json.loads(path.read_text())["learned"]
-        if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
-            raise ValueError("not a list of strings")
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise ServiceFileError(f"{path}: cannot read the learned fields ({e}); build the dataset again "
-                               "or remove the file") from None
-    return fields
-
-
-def decide(name: str, fields) -> None:
-    """Make `fields` the made-up fields of the service `name` for this process and the workers it starts."""
-    known = json.loads(os.environ.get(LEARNED_ENV) or "{}")
-    known[name] = sorted(fields)
-    os.environ[LEARNED_ENV] = json.dumps(known, sort_keys=True)
-
-
-def made_up(name: str) -> tuple[str, ...] | None:
-    """The made-up fields decided for the service `name` (`decide`), or None when none were."""
-    fields = json.loads(os.environ.get(LEARNED_ENV) or "{}").get(name)
-    return None if fields is None else tuple(fields)
 
 
 def save(folder: str | Path, names: list[str]) -> None:

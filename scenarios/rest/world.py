@@ -38,7 +38,7 @@ from scenarios.calling import Tools, Tracer
 from scenarios.rest.model import Model, answer_body, path_parameters, probe, resource, seed_of, template_match
 from scenarios.rest.process import Service
 from scenarios.rest.proxy import Exchange, Proxy
-from scenarios.rest.registration import made_up
+from scenarios.rest.learned import made_up
 from scenarios.rest.servicefile import ServiceFile
 from scenarios.rest.tools import kept_operations, tool_spec
 

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from scenarios.rest.registration import LEARNED, LEARNED_ENV, decide, made_up, shipped_fields
+from scenarios.rest.learned import LEARNED, LEARNED_ENV, decide, made_up, shipped_fields
 from scenarios.rest.servicefile import ServiceFileError, load
 from scenarios.rest.world import RestWorld
 
