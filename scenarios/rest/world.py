@@ -129,7 +129,7 @@ class RestWorld(World):
             self.proxy.close()  # what an earlier program sent is answered before the service is emptied
         if not self.intact():  # it died (see `failure`): started again, on the same port, in a fresh folder
             self.service.stop()
-            self.service.start()
+            self.service.start()  # behind the same proxy
         self.seed = seed_of(case)
         self.population_made = populate(self.service, self.model, self.seed)
         if self.proxy is not None:

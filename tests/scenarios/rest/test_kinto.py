@@ -181,3 +181,38 @@ def test_a_program_cannot_change_how_its_result_and_state_are_renamed(monkeypatc
     assert (tampering.result, tampering.state) == (honest.result, honest.state)
     assert spelling.result == ["<literal made-2>", "<literal made-1>"] and spelling.state == honest.state
     assert any(path == "/v1/buckets/<made-2>" for path, _, _ in honest.state), "the made buckets were read back"
+
+
+def test_made_ids_come_from_the_proxys_record_across_resets_and_a_restarted_service():
+    """The worker's record of a test case: what went through the proxy since the last reset, also after a batch's
+    reset and after the service died and was started again (on the same port, behind the same proxy)."""
+    import re
+    import signal
+
+    import requests
+
+    from scenarios.rest.world import RestWorld
+
+    world = RestWorld(load(KINTO))
+    case = {"setup_code": "", "assets": []}
+
+    def buckets_made(posts: int) -> int:
+        for _ in range(posts):
+            answer = requests.post(f"{world.proxy.url}/v1/buckets", json={"data": {}}, headers=world.file.headers)
+            assert answer.status_code == 201
+        forged = {"made": [["/v1/buckets/{}", "forged", []]]}  # the child's record, which is not read
+        _, state = world.outcome(None, forged)
+        return sum(1 for path, _, _ in state if re.fullmatch(r"/v1/buckets/<made-\d+>", path))
+
+    try:
+        world.reset(case)
+        assert buckets_made(2) == 2
+        assert world.reset_between(case)  # as between two programs of a batch
+        assert buckets_made(1) == 1, "a reset empties the record"
+        os.killpg(world.service.process.pid, signal.SIGKILL)
+        world.service.process.wait()
+        assert not world.intact()
+        world.reset(case)
+        assert buckets_made(1) == 1, "the proxy reaches the service started again"
+    finally:
+        world.close()
