@@ -130,6 +130,7 @@ class Proxy:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as the service itself offers
+    disable_nagle_algorithm = True  # an answer goes out at once, not after the client acknowledges its headers
 
     def _relay(self) -> None:
         body = self._body()
