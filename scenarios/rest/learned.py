@@ -1,11 +1,12 @@
 """The fields a service makes up beyond its file's `volatile`, decided once for a build and for every worker.
 
 The build learns them when it probes the service (`scenarios.rest.world.learn`, in `RestScenario.model`) and
-`decide`s them; a dataset keeps them beside its copy of the service file (`NAME.learned.json`, `{"learned": [...]}`,
-written by `scenarios.rest.registration.save`), and registering that copy decides them again. They reach the
-sandbox workers through `STATEEVAL_LEARNED` (JSON: each service's name and its fields), which the harness passes
-on, so that every worker of a run renames the same fields and an answer scores alike on all of them. A world that
-finds none for its service (a service file used alone, outside a build) learns them itself.
+`decide`s them; a resumed build takes those of the run it goes on from, kept in its checkpoint. A dataset keeps
+them beside its copy of the service file (`NAME.learned.json`, `{"learned": [...]}`, written by
+`scenarios.rest.registration.save`), and registering that copy decides them again. They reach the sandbox workers
+through `STATEEVAL_LEARNED` (JSON: each service's name and its fields), which the harness passes on, so that every
+worker of a run renames the same fields and an answer scores alike on all of them. A world that finds none for its
+service (a service file used alone, outside a build) learns them itself.
 """
 
 from __future__ import annotations

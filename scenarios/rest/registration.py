@@ -20,7 +20,7 @@ from functools import partial
 from pathlib import Path
 
 from scenarios import SCENARIOS, get_scenario
-from scenarios.rest.learned import LEARNED, decide, shipped_fields
+from scenarios.rest.learned import LEARNED, decide, made_up, shipped_fields
 from scenarios.rest.servicefile import ServiceFile, ServiceFileError, load
 
 ENV = "STATEEVAL_SERVICES"  # service files to register, separated by os.pathsep (the workers inherit it)
@@ -88,5 +88,6 @@ def save(folder: str | Path, names: list[str]) -> None:
         if isinstance(servers, list):  # OpenAPI 3's too
             document["servers"] = [s for s in servers if "127.0.0.1" not in str(s) and "localhost" not in str(s)]
         (where / f"{name}.openapi.json").write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
-        (where / LEARNED.format(name=name)).write_text(json.dumps({"learned": list(scenario.learned)}, indent=2)
-                                                       + "\n")
+        learned = made_up(name)  # as decided: a resumed build keeps those of the run it goes on from
+        learned = list(scenario.learned if learned is None else learned)
+        (where / LEARNED.format(name=name)).write_text(json.dumps({"learned": learned}, indent=2) + "\n")

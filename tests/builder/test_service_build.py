@@ -1,6 +1,6 @@
 """`python -m builder --service FILE`: a verified split built from a service file alone, scored 100% by its reference
-through `python -m evaluate` with no extra flag (the dataset keeps the file and the fields its service makes up), the same bytes from the same seed, and
-one line with exit status 2 for a file or service that cannot be used.
+through `python -m evaluate` with no extra flag (the dataset keeps the file and the fields its service makes up),
+the same bytes from the same seed, and one line with exit status 2 for a file or service that cannot be used.
 
 Kinto needs the rest extra (pip install -e ".[rest]"); its tests are skipped without it unless
 STATEEVAL_REQUIRE_REST is set. The session service's shipped file is `session_http`: `session` is the hand-built
