@@ -52,6 +52,9 @@ class Proxy:
         self._open = False
         self._busy = 0
         self._log: list[Exchange] = []
+        # Connections to the service kept open between the requests of one test case (`close` ends them: the
+        # service may be started again before the next).
+        self._idle: list[http.client.HTTPConnection] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
         self._server.proxy = self  # type: ignore[attr-defined]
@@ -73,6 +76,9 @@ class Proxy:
         with self._lock:
             self._open = False
             self._lock.wait_for(lambda: self._busy == 0, SETTLE_S)
+            idle, self._idle = self._idle, []
+        for connection in idle:
+            connection.close()
 
     def take(self) -> list[Exchange]:
         """The exchanges recorded since the last `take` or `open`, in the order they were answered."""
@@ -81,6 +87,7 @@ class Proxy:
             return log
 
     def stop(self) -> None:
+        self.close()
         self._server.shutdown()
         self._server.server_close()
 
@@ -106,23 +113,28 @@ class Proxy:
         if not self._admit():
             return UNAVAILABLE, "Service Unavailable", [], b""
         exchange = None
+        with self._lock:
+            connection = self._idle.pop() if self._idle else None
         try:
-            connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout_s)
-            try:
-                connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
-                for name, value in headers:
-                    connection.putheader(name, value)
-                if body or method in ("POST", "PUT", "PATCH"):
-                    connection.putheader("Content-Length", str(len(body)))
-                connection.endheaders(body or None)
-                answer = connection.getresponse()
-                data = answer.read()
-            finally:
-                connection.close()
+            connection = connection or http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout_s)
+            connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+            for name, value in headers:
+                connection.putheader(name, value)
+            if body or method in ("POST", "PUT", "PATCH"):
+                connection.putheader("Content-Length", str(len(body)))
+            connection.endheaders(body or None)
+            answer = connection.getresponse()
+            data = answer.read()
         except (OSError, http.client.HTTPException) as e:
+            connection.close()
             return BAD_GATEWAY, "Bad Gateway", [("Content-Type", "text/plain")], f"{type(e).__name__}".encode()
         else:
             exchange = Exchange(method, path, answer.status, data, answer.getheader("Content-Type") or "")
+            if answer.will_close:
+                connection.close()
+            else:
+                with self._lock:
+                    self._idle.append(connection)
             return answer.status, answer.reason, answer.getheaders(), data
         finally:
             self._done(exchange)
