@@ -10,7 +10,9 @@ The proxy serves on a loopback port of its own, one thread per connection (the s
 left out, and `Accept-Encoding`, so that the answer it records is the one the program reads). It admits requests
 only while it is open: `close()` refuses new ones and waits for those in flight, so that a program's last request
 is in the record before the worker reads it, and a request a killed program left half-sent never reaches the next
-test case's world. `take()` gives the exchanges since the last `take` (or `open`) and forgets them.
+test case's world. `take()` gives the exchanges since the last `take` (or `open`) and forgets them. Connections
+to the service are kept open between the requests of one test case and ended by `close()`, before the service
+may be started again.
 
 The worker forks its children while the proxy's threads wait; a child keeps none of them (and closes the proxy's
 socket with the worker's other descriptors), which is as it should be: the proxy is the worker's.
