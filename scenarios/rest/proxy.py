@@ -2,8 +2,8 @@
 
 A program reaches its service through this proxy (`RestWorld.namespace` gives the child the proxy's address), so
 the worker itself, not the program's process, records every exchange: method, path, status and answer. The ids
-the service made are derived from that record (`RestWorld.outcome`); nothing the program holds or returns can add
-to it or change it.
+the service made are derived from that record (`RestWorld.outcome`): only the requests the program really sends
+are in it, and nothing it holds or returns changes it.
 
 The proxy serves on a loopback port of its own, one thread per connection (the standard library's
 `ThreadingHTTPServer`), and sends each request on to the service with the client's headers (those of one hop
