@@ -41,6 +41,7 @@ from core.progress import progress
 from core.sandbox.executor import make_executor
 from core.sandbox.harness import Executor, Limits
 from scenarios import get_scenario
+from scenarios.rest.learned import decide, made_up
 from scenarios.base import FRONTIER, VARIANTS
 
 
@@ -308,10 +309,17 @@ class Run:
         if self.match and "match" in state:
             self.match.restore(state["match"])
         self.translator = get_translator(config)
+        # The fields a service makes up, as the interrupted build learned them: its oracles were renamed with
+        # those, so the rest of the build (and the dataset) keeps them whatever this run learned.
+        for name, fields in state.get("learned", {}).items():
+            decide(name, fields)
 
     def state(self) -> dict:
         state = {"scenarios": {name: s.to_state() for name, s in self.scenarios.items()},
                  "rejections": dict(self.rejections), "table1": self.table1.to_state()}
+        learned = {name: list(made_up(name)) for name in self.scenarios if made_up(name) is not None}
+        if learned:
+            state["learned"] = learned
         if self.fresh:
             state["fresh"] = self.fresh.tallies()
         if self.match:

@@ -404,6 +404,12 @@ class World(ABC):
         """
         return recorded
 
+    def outcome(self, result: Any, recorded: Any) -> tuple[Any, Any]:
+        """RESULT and the side effects as they are compared, in the worker after the child has exited: by default
+        RESULT as the child's `canonical` gave it and `snapshot(recorded)`. A world that renames values the child
+        cannot be trusted to rename (ids its service made) does it here, from what the worker itself recorded."""
+        return result, self.snapshot(recorded)
+
     def close(self) -> None:
         pass
 

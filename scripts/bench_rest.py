@@ -127,7 +127,7 @@ def main() -> None:
     if args.profile:
         world = runner.worlds[name]
         Timed(world, "reset", "reset + population", parts)
-        Timed(world, "snapshot", "snapshot", parts)
+        Timed(world, "outcome", "snapshot", parts)  # the ids made from the proxy's record, the reads, renaming
         Timed(world.service, "request", "requests from the worker (reset, population, reads)", parts)
     service = runner.worlds[name].service
     before = cpu_ms(service.process.pid)

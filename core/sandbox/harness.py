@@ -43,8 +43,9 @@ from core.statuses import CRASH, INFRA_ERROR
 ROOT = Path(__file__).resolve().parents[2]  # the repository (or site-packages) holding core/ and scenarios/
 
 # Environment variables a worker keeps; everything else (API keys, tokens, cloud credentials) is dropped.
-# STATEEVAL_SERVICES: the service files whose scenarios the workers register (`scenarios.rest.registration`)
-KEEP_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "STATEEVAL_SERVICES")
+# STATEEVAL_SERVICES: the service files whose scenarios the workers register, STATEEVAL_LEARNED the fields their
+# services make up as the build learned them (`scenarios.rest.registration`, `scenarios.rest.learned`)
+KEEP_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "STATEEVAL_SERVICES", "STATEEVAL_LEARNED")
 
 
 @dataclass

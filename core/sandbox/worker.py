@@ -51,6 +51,7 @@ import sys
 import tempfile
 import time
 import traceback
+import warnings
 
 from core.sandbox import tempdirs
 from core.sandbox.containment import (
@@ -529,7 +530,10 @@ class Runner:
         rfd, wfd = os.pipe()
         gfd, go = os.pipe() if isinstance(request, BatchRequest) else (None, None)
         me = os.getpid()
-        pid = os.fork()
+        with warnings.catch_warnings():
+            # A world's own threads (a service's recording proxy) stay in the worker: the child needs none of them.
+            warnings.filterwarnings("ignore", "This process .* is multi-threaded", DeprecationWarning)
+            pid = os.fork()
         if pid == 0:
             os.close(rfd)
             if go is not None:
@@ -634,7 +638,8 @@ def _world_lost(world, exc: BaseException | None = None) -> dict:
 
 def _read_world(world, report: dict) -> None:
     """Complete a child's report from the world, in the worker, before the world is reset: the trace (the calls
-    the world holds, e.g. a service's log, bound to the setup's values) and, for a program that ran, the state."""
+    the world holds, e.g. a service's log, bound to the setup's values) and, for a program that ran, RESULT and the
+    state as they are compared (`World.outcome`)."""
     child = report.pop("trace", None)
     if isinstance(child, dict):
         try:
@@ -642,7 +647,7 @@ def _read_world(world, report: dict) -> None:
         except Exception:  # noqa: BLE001 - a log the program damaged: no trace, and the verdict stands
             report["trace"] = None
     if report["status"] == OK:
-        report["state"] = world.snapshot(report.pop("recorded", None))
+        report["result"], report["state"] = world.outcome(report.get("result"), report.pop("recorded", None))
 
 
 def _checked_report(data: bytes) -> dict:

@@ -346,12 +346,20 @@ class RestScenario(Scenario):
 
     @cached_property
     def model(self) -> Model:
+        """The probed model; the made-up fields (`learned`) are learned on the same instance unless a dataset's
+        copy of the file came with them, and decided for the workers (`scenarios.rest.registration.decide`)."""
         from scenarios.rest.model import probe
         from scenarios.rest.process import Service
+        from scenarios.rest.learned import decide, made_up
+        from scenarios.rest.world import learn
 
         with Service(self.file) as service:
             self.document = service.spec()
-            return probe(self.file, service, service.operations())
+            model = probe(self.file, service, service.operations())
+            shipped = made_up(self.name)
+            self.learned = shipped if shipped is not None else learn(service, model)
+        decide(self.name, self.learned)
+        return model
 
     @cached_property
     def operation_apis(self) -> tuple[OperationAPI, ...]:

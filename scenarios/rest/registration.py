@@ -6,6 +6,9 @@ started with `STATEEVAL_SERVICES` in its environment, registers the same ones wh
 by `scenarios` itself. A dataset keeps, under `services/`, a copy of each service file (`NAME.toml`) and of the OpenAPI document the build
 read (`NAME.openapi.json`, the file's own document when it names a file beside it), so that evaluation rebuilds
 the same world with no extra flag.
+
+The fields a service makes up beyond the file's `volatile` are learned once, by the build, and kept in the dataset
+too (`NAME.learned.json`, see `scenarios.rest.learned`); `register` decides them from a dataset's file.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from functools import partial
 from pathlib import Path
 
 from scenarios import SCENARIOS, get_scenario
+from scenarios.rest.learned import LEARNED, decide, made_up, shipped_fields
 from scenarios.rest.servicefile import ServiceFile, ServiceFileError, load
 
 ENV = "STATEEVAL_SERVICES"  # service files to register, separated by os.pathsep (the workers inherit it)
@@ -36,8 +40,11 @@ def register(path: str | Path) -> str:
                                "another name")
     from scenarios.rest.machine import RestScenario
 
+    fields = shipped_fields(file)
     SCENARIOS.add(file.name, partial(RestScenario, file))
     _files[file.name] = file
+    if fields is not None:
+        decide(file.name, fields)
     paths = [p for p in os.environ.get(ENV, "").split(os.pathsep) if p]
     if str(file.path.resolve()) not in paths:
         os.environ[ENV] = os.pathsep.join([*paths, str(file.path.resolve())])
@@ -81,3 +88,6 @@ def save(folder: str | Path, names: list[str]) -> None:
         if isinstance(servers, list):  # OpenAPI 3's too
             document["servers"] = [s for s in servers if "127.0.0.1" not in str(s) and "localhost" not in str(s)]
         (where / f"{name}.openapi.json").write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+        learned = made_up(name)  # as decided: a resumed build keeps those of the run it goes on from
+        learned = list(scenario.learned if learned is None else learned)
+        (where / LEARNED.format(name=name)).write_text(json.dumps({"learned": learned}, indent=2) + "\n")

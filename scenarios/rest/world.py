@@ -1,23 +1,32 @@
 """The sandbox side of a scenario derived from a service file: one instance of the service per worker.
 
-Life cycle (see `core.sandbox.worker`): the worker creates this world once, which starts the service and probes it
-(`scenarios.rest.model.probe`: where each creator's new id is); `reset(case)` empties it and sends the population
-drawn from the test case's seed; `namespace(case)` gives the child `service_url()` and `service_headers()` (what the
-setup block's `BASE_URL` and `HEADERS` come from) and watches its requests, so that the ids the service makes are
-known; `snapshot` reads the final state through the document's readers (GET operations), crawling from the
-resources the population and the program made and those the listings show.
+Life cycle (see `core.sandbox.worker`): the worker creates this world once, which starts the service, probes it
+(`scenarios.rest.model.probe`: where each creator's new id is) and puts a recording proxy in front of it
+(`scenarios.rest.proxy`); `reset(case)` empties the service and sends the population drawn from the test case's
+seed; `namespace(case)` gives the child `service_url()` (the proxy's address) and `service_headers()` (what the
+setup block's `BASE_URL` and `HEADERS` come from); `outcome`, in the worker once the program is done, takes the
+ids the service made from the proxy's record and reads the final state through the document's readers (GET
+operations), crawling from the resources the population and the program made and those the listings show.
 
 Values the service makes up (ids, timestamps) differ from one run to the next. RESULT, the trace and the final state
 are therefore given with them replaced (`Masker`): the ids creators made, numbered in the order they were made
-(`<made-1>`, ...), then UUID-looking strings, the file's `volatile` fields and the fields the world learned are made
-up (those the readers answer differently after two fresh resets to the same population, found when the world
-starts), numbered as they appear; dates and
-epoch times are erased (`<volatile>`). Two runs that differ only by one consistent renaming of those values give the
-same data, and no made-up value reaches a stored oracle.
+(`<made-1>`, ...), then UUID-looking strings, the file's `volatile` fields and the fields learned to be made up
+(those the readers answer differently after fresh resets to the same population: `learn`, run once by the build,
+whose answer the dataset ships and every worker reads), numbered as they appear; dates and epoch times are erased
+(`<volatile>`). Two runs that differ only by one consistent renaming of those values give the same data, and no
+made-up value reaches a stored oracle.
+
+What decides a verdict is the worker's alone: RESULT comes from the child as plain data with nothing renamed, and
+the worker renames it and the final state with the ids of its own record (`outcome`). The child keeps a view of its
+own requests (`_seen`, by patching `requests`) only to show answers to a model with ids renamed (tools mode) and for
+the trace the diagnosis reads; a program that changes that view changes no verdict. A string in RESULT or in the
+service's answers that looks like a renamed value (`<made-1>`) is written `<literal made-1>` first, so that a
+program cannot spell out the names the reference's values get.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
@@ -28,6 +37,8 @@ from scenarios.base import World, canonicalize
 from scenarios.calling import Tools, Tracer
 from scenarios.rest.model import Model, answer_body, path_parameters, probe, resource, seed_of, template_match
 from scenarios.rest.process import Service
+from scenarios.rest.proxy import Exchange, Proxy
+from scenarios.rest.learned import made_up
 from scenarios.rest.servicefile import ServiceFile
 from scenarios.rest.tools import kept_operations, tool_spec
 
@@ -39,6 +50,8 @@ MIN_EMBEDDED = 6  # a made-up value this long or longer is also replaced inside 
 ERROR_STATUS = 400
 MAX_READS = 200  # reader requests of one snapshot
 TOOL_TIMEOUT_S = 30  # one tool call's request
+LEARN_RUNS = 3  # fresh resets whose readers' answers `learn` compares
+NAMED = re.compile(r"<(made-\d+|volatile)>")  # what a renamed value looks like
 
 
 class Masker:
@@ -57,6 +70,8 @@ class Masker:
         return self.names[value]
 
     def __call__(self, plain: Any, at: tuple[str, ...] = ()) -> Any:
+        if isinstance(plain, str) and "<" in plain:
+            plain = NAMED.sub(r"<literal \1>", plain)  # never the name a made-up value gets
         if isinstance(plain, dict):
             return {k: self(v, at + (k,)) for k, v in sorted(plain.items())}
         if isinstance(plain, list):
@@ -89,37 +104,36 @@ class RestWorld(World):
     def __init__(self, file: ServiceFile) -> None:
         self.file = file
         self.service = Service(file).start()
+        self.proxy: Proxy | None = None
         try:
             self.model: Model = probe(file, self.service, self.service.operations())
+            self.seed = 0
+            self.population_made: list[list] = []  # [resource, value, parent values] of what the population made
+            self.made: list[list] = []  # the child's view: the population's, then what its own requests saw made
+            self._recorder = None
+            self._tools: Tools | None = None  # built at the first call (`tools`), in the worker
+            self._ops: dict = {}
+            # The fields the service makes up that the file's `volatile` may not name: as the build learned them
+            # (shipped with the dataset), else learned here.
+            shipped = made_up(file.name)
+            self.learned: tuple[str, ...] = shipped if shipped is not None else learn(self.service, self.model)
+            self.proxy = Proxy(self.service.port, file.request_timeout_s)
         except BaseException:
-            self.service.stop()
-            raise
-        self.seed = 0
-        self.population_made: list[list] = []  # [resource, value, parent values] of what the population made
-        self.made: list[list] = []  # the same, in the child: the population's, then the program's
-        self._recorder = None
-        self._tools: Tools | None = None  # built at the first call (`tools`), in the worker
-        self._ops: dict = {}
-        self.learned: tuple[str, ...] = ()
-        try:
-            self.learned = self._learn()  # fields made up that the file's `volatile` may not name
-        except BaseException:
-            self.service.stop()
+            self.close()
             raise
 
     # ---- the worker's side
 
     def reset(self, case: dict) -> None:
+        if self.proxy is not None:
+            self.proxy.close()  # what an earlier program sent is answered before the service is emptied
         if not self.intact():  # it died (see `failure`): started again, on the same port, in a fresh folder
             self.service.stop()
-            self.service.start()
+            self.service.start()  # behind the same proxy
         self.seed = seed_of(case)
-        answers = self.service.reset(self.seed)
-        made = []
-        for item, answer in zip(self.file.population, answers):
-            op = self.model.operation_for(item.method, urlsplit(answer.url).path)
-            made += self._made(op, urlsplit(answer.url).path, answer_body(answer))
-        self.population_made = made
+        self.population_made = populate(self.service, self.model, self.seed)
+        if self.proxy is not None:
+            self.proxy.open()
 
     def intact(self) -> bool:
         return self.service.process is not None and self.service.process.poll() is None
@@ -138,12 +152,28 @@ class RestWorld(World):
         return not self.population_made  # the waiting child would not know the population's new ids
 
     def close(self) -> None:
+        if self.proxy is not None:
+            self.proxy.stop()
+            self.proxy = None
         self.service.stop()
+
+    def outcome(self, result: Any, recorded: Any) -> tuple[Any, Any]:
+        """RESULT and the final state, renamed with the ids the service made as the proxy recorded them (the
+        population's, then those of the program's requests, in the order they were answered): nothing the child
+        holds or returns takes part (`recorded` is not read)."""
+        made = [list(m) for m in self.population_made]
+        self.proxy.close()
+        for exchange in self.proxy.take():
+            if 200 <= exchange.status < 300:
+                path = urlsplit(exchange.path).path
+                op = self.model.operation_for(exchange.method, path)
+                made += self._made(op, path, _answer(exchange), unquote)
+        return self.masker(made)(result), self.masker(made)(self._reads(made))
 
     # ---- the child's side
 
     def namespace(self, case: dict) -> dict:
-        url, headers = self.service.url, dict(self.file.headers)
+        url, headers = self.proxy.url, dict(self.file.headers)
         self.seed = seed_of(case)  # (in a batch's child, the world it copied was reset for an earlier test case)
         self.made = [list(m) for m in self.population_made]
         world = self
@@ -169,12 +199,8 @@ class RestWorld(World):
 
         return {"service_url": service_url, "service_headers": service_headers}
 
-    def _made(self, op, path: str, answer: Any) -> list[list]:
-        if op is None:
-            return []
-        values = self.model.made_in_answer(op, answer)
-        made = self.model.creates(op)
-        return [[made, v, template_match(op.path, path) or []] for v in values]
+    def _made(self, op, path: str, answer: Any, decode=str) -> list[list]:
+        return made_by(self.model, op, path, answer, decode)
 
     def _seen(self, method: str, target: str, body: Any, response) -> None:
         path = urlsplit(target).path
@@ -201,14 +227,18 @@ class RestWorld(World):
 
             self._ops = {op.id: op for op in kept_operations(self.model)}
             self._tools = Tools({name: tool_spec(op, self.model) for name, op in self._ops.items()}, self._call,
-                                self.canonical, frozenset({"BASE_URL", "HEADERS"}))
+                                self.shown, frozenset({"BASE_URL", "HEADERS"}))
         return self._tools
+
+    def _real(self) -> dict[str, str]:
+        """The child's view: each made value by the name the answers shown to the model give it (`<made-2>`)."""
+        return {shown: value for value, shown in self.masker(self.made).names.items()}
 
     def _call(self, namespace: dict, name: str, arguments: dict):
         """Send the operation's request with the file's headers; a path parameter may also be a made-up value as
         the answers show it (`<made-2>`), which stands for the value it replaced in this run."""
         op = self._ops[name]
-        real = {shown: value for value, shown in self.masker(self.made).names.items()}
+        real = self._real()
         path = op.path
         for p in path_parameters(op):
             if p not in arguments:
@@ -250,67 +280,99 @@ class RestWorld(World):
         return Masker([str(m[1]) for m in made], self.file.volatile + self.learned, chosen)
 
     def canonical(self, obj: Any) -> Any:
+        """RESULT as plain data, nothing renamed (the worker renames it, `outcome`); a name a model saw in an answer
+        (`<made-2>`, tools mode) stands for the value it replaced in this run, as in a tool's arguments."""
+        real = self._real()
+        return _replaced(canonicalize(obj, self.canonical_leaf), real) if real else \
+            canonicalize(obj, self.canonical_leaf)
+
+    def shown(self, obj: Any) -> Any:
+        """Plain data with made-up values renamed as the child saw them made: answers shown to a model, traced
+        values (the diagnosis compares them with the reference's by value)."""
         return self.masker(self.made)(canonicalize(obj, self.canonical_leaf))
 
-    def recorded(self, namespace: dict) -> Any:
-        return {"made": self.made}
+    def trace_value(self, obj: Any) -> Any:
+        return self.shown(obj)
 
-    def snapshot(self, recorded: Any) -> Any:
-        """The answers of the readers, crawled from the known resources: [path, status, answer] in the order read,
-        made-up values replaced."""
-        made = [m for m in (recorded or {}).get("made", []) if isinstance(m, list) and len(m) == 3]
-        return self.masker(made)(self._reads(made))
-
-    def _learn(self) -> tuple[str, ...]:
-        """The fields of the readers' answers that differ between two fresh resets to the same population: made up
-        by the service, whatever they look like (as dotted paths, `*` for any list item)."""
-        runs = []
-        for _ in range(2):
-            self.reset({"assets": []})
-            runs.append(self._reads([list(m) for m in self.population_made]))
-        found: set[str] = set()
-        if len(runs[0]) == len(runs[1]):
-            for (_, _, a), (_, _, b) in zip(*runs):
-                _differences(a, b, (), found)
-        return tuple(sorted(found))
+    def plain(self, value: Any) -> Any:
+        return self.shown(value)
 
     def _reads(self, made: list[list]) -> list:
-        """The readers' answers, raw (see `snapshot`)."""
-        known: dict[str, list[tuple[str, list[str]]]] = {}
+        """The readers' answers, raw (see `read_state`)."""
+        return read_state(self.service, self.model, self.seed, made)
 
-        def know(res: str, value: str, parents: list[str]) -> None:
-            entry = (str(value), [str(p) for p in parents])
-            if entry not in known.setdefault(res, []):
-                known[res].append(entry)
 
-        for res, value, parents in self.model.population_values(self.seed):
-            know(res, value, parents)
-        for res, value, parents in made:
-            know(str(res), value, list(parents))
-        reads = []
-        readers = sorted((op for op in self.model.operations if op.method == "GET"),
-                         key=lambda op: len(path_parameters(op)))
-        for op in readers:
-            params = path_parameters(op)
-            targets = [[]] if not params else [[*parents, value] for value, parents in
-                                                known.get(resource(op.path, len(params) - 1), [])
-                                                if len(parents) == len(params) - 1]
-            listing = self.model.listings.get(op.id)
-            key = self.model.id_key(resource(op.path) + "/{}")
-            for values in targets:
-                if len(reads) >= MAX_READS:
-                    break
-                path = op.path
-                for name, v in zip(params, values):
-                    path = path.replace("{" + name + "}", v, 1)
-                answer = self.service.request("GET", path)
-                body = answer_body(answer)
-                reads.append([path, answer.status_code, body])
-                if listing is not None and answer.status_code < ERROR_STATUS:
-                    for item in _items(body, listing):
-                        if isinstance(item.get(key), (str, int)) and not isinstance(item.get(key), bool):
-                            know(resource(op.path) + "/{}", item[key], values)
-        return reads
+def made_by(model: Model, op, path: str, answer: Any, decode=str) -> list[list]:
+    """[resource, value, parent values] of each id `op`'s answer on `path` holds (`decode`: applied to the parent
+    values as the path gives them)."""
+    if op is None:
+        return []
+    return [[model.creates(op), v, [decode(p) for p in template_match(op.path, path) or []]]
+            for v in model.made_in_answer(op, answer)]
+
+
+def populate(service: Service, model: Model, seed: int) -> list[list]:
+    """Reset the service to the population drawn from `seed`; what the population made (as `made_by`)."""
+    made = []
+    for item, answer in zip(service.file.population, service.reset(seed)):
+        path = urlsplit(answer.url).path
+        made += made_by(model, model.operation_for(item.method, path), path, answer_body(answer))
+    return made
+
+
+def learn(service: Service, model: Model, runs: int = LEARN_RUNS) -> tuple[str, ...]:
+    """The fields of the readers' answers that differ between fresh resets to the same population (the first
+    run's answers compared with each later one's): made up by the service, whatever they look like (as dotted
+    paths, `*` for any list item). The build runs it once and ships the answer (`scenarios.rest.registration`)."""
+    first, found = None, set()
+    for _ in range(runs):
+        read = read_state(service, model, 0, populate(service, model, 0))
+        if first is None:
+            first = read
+        elif len(read) == len(first):
+            for (_, _, a), (_, _, b) in zip(first, read):
+                _differences(a, b, (), found)
+    return tuple(sorted(found))
+
+
+def read_state(service: Service, model: Model, seed: int, made: list[list]) -> list:
+    """The answers of the readers, crawled from the known resources (the population's for `seed`, then `made`,
+    then those the listings show): [path, status, answer] in the order read, raw."""
+    known: dict[str, list[tuple[str, list[str]]]] = {}
+
+    def know(res: str, value: str, parents: list[str]) -> None:
+        entry = (str(value), [str(p) for p in parents])
+        if entry not in known.setdefault(res, []):
+            known[res].append(entry)
+
+    for res, value, parents in model.population_values(seed):
+        know(res, value, parents)
+    for res, value, parents in made:
+        know(str(res), value, list(parents))
+    reads = []
+    readers = sorted((op for op in model.operations if op.method == "GET"),
+                     key=lambda op: len(path_parameters(op)))
+    for op in readers:
+        params = path_parameters(op)
+        targets = [[]] if not params else [[*parents, value] for value, parents in
+                                            known.get(resource(op.path, len(params) - 1), [])
+                                            if len(parents) == len(params) - 1]
+        listing = model.listings.get(op.id)
+        key = model.id_key(resource(op.path) + "/{}")
+        for values in targets:
+            if len(reads) >= MAX_READS:
+                break
+            path = op.path
+            for name, v in zip(params, values):
+                path = path.replace("{" + name + "}", v, 1)
+            answer = service.request("GET", path)
+            body = answer_body(answer)
+            reads.append([path, answer.status_code, body])
+            if listing is not None and answer.status_code < ERROR_STATUS:
+                for item in _items(body, listing):
+                    if isinstance(item.get(key), (str, int)) and not isinstance(item.get(key), bool):
+                        know(resource(op.path) + "/{}", item[key], values)
+    return reads
 
 
 def _differences(a: Any, b: Any, at: tuple[str, ...], found: set[str]) -> None:
@@ -322,6 +384,25 @@ def _differences(a: Any, b: Any, at: tuple[str, ...], found: set[str]) -> None:
             _differences(x, y, at + ("*",), found)
     elif a != b and at:
         found.add(".".join(at))
+
+
+def _answer(exchange: Exchange) -> Any:
+    """A recorded answer's body as `answer_body` gives a response's: its JSON, else its text (None when empty)."""
+    if not exchange.body:
+        return None
+    try:
+        return json.loads(exchange.body)
+    except ValueError:
+        return exchange.body.decode("utf-8", "replace")
+
+
+def _replaced(plain: Any, names: dict[str, str]) -> Any:
+    """`plain` with each string that is one of `names` replaced by its value."""
+    if isinstance(plain, dict):
+        return {k: _replaced(v, names) for k, v in plain.items()}
+    if isinstance(plain, list):
+        return [_replaced(v, names) for v in plain]
+    return names.get(plain, plain) if isinstance(plain, str) else plain
 
 
 def _items(body: Any, where: list[str]) -> list[dict]:

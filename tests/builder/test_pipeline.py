@@ -427,3 +427,20 @@ def test_ctrl_c_exits_130_with_one_line_and_leaves_the_folder_alone(tmp_path):
     assert err.splitlines()[-1].startswith("interrupted; ds was left as it was") and "re-run" in err
     assert not (tmp_path / "ds").exists()
     assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_a_resumed_build_keeps_the_made_up_fields_its_oracles_were_renamed_with(monkeypatch):
+    """The fields a service makes up are decided by the build that started (`scenarios.rest.learned`): a resumed
+    run takes them from the checkpoint over whatever it learned itself, and checkpoints them again."""
+    from types import SimpleNamespace
+
+    from scenarios.rest.learned import LEARNED_ENV, made_up
+
+    # (keyed by scenario name, as a service's scenario is: any scenario's name shows the mechanism)
+    monkeypatch.setenv(LEARNED_ENV, json.dumps({"tensor": ["learned.now"]}))
+    run = pipeline.Run(BuildConfig(scenarios=["tensor"]),
+                       SimpleNamespace(state={"learned": {"tensor": ["learned.before"]}}))
+    assert made_up("tensor") == ("learned.before",)
+    assert run.state()["learned"] == {"tensor": ["learned.before"]}
+    monkeypatch.setenv(LEARNED_ENV, "{}")
+    assert "learned" not in pipeline.Run(BuildConfig(scenarios=["tensor"]), SimpleNamespace(state={})).state()

@@ -1,6 +1,6 @@
 """`python -m builder --service FILE`: a verified split built from a service file alone, scored 100% by its reference
-through `python -m evaluate` with no extra flag (the dataset keeps the file), the same bytes from the same seed, and
-one line with exit status 2 for a file or service that cannot be used.
+through `python -m evaluate` with no extra flag (the dataset keeps the file and the fields its service makes up),
+the same bytes from the same seed, and one line with exit status 2 for a file or service that cannot be used.
 
 Kinto needs the rest extra (pip install -e ".[rest]"); its tests are skipped without it unless
 STATEEVAL_REQUIRE_REST is set. The session service's shipped file is `session_http`: `session` is the hand-built
@@ -59,8 +59,10 @@ def test_kinto_builds_the_same_verified_split_twice_and_its_reference_scores_100
     second = build(str(SERVICES / "kinto.toml"), tmp_path / "b", 4)
     assert first["counts"]["kinto"] >= 3
     assert first["content_hash"] == second["content_hash"], "same seed, same service: the same bytes"
-    for name in ("kinto.toml", "kinto.openapi.json"):
+    for name in ("kinto.toml", "kinto.openapi.json", "kinto.learned.json"):
         assert (tmp_path / "a" / "services" / name).read_bytes() == (tmp_path / "b" / "services" / name).read_bytes()
+    learned = json.loads((tmp_path / "a" / "services" / "kinto.learned.json").read_text())["learned"]
+    assert "data.last_modified" in learned, "the fields Kinto makes up are learned once and shipped"
     shards = b"".join(p.read_bytes() for p in sorted((tmp_path / "a").rglob("*.parquet")))
     assert b"<made-" in shards, "the ids Kinto made are stored renamed"
 

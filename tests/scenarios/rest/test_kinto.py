@@ -135,3 +135,84 @@ def test_a_made_id_reaches_a_tool_as_a_handle_or_as_its_shown_name(monkeypatch):
     assert statuses[3] in (403, 404), "a name no made value has is sent as it is"
     assert "missing path parameter 'id'" in report["calls"][4]["error"]
     assert report["calls"][0]["value"]["body"]["data"]["id"] == "<made-1>", "answers are shown with ids renamed"
+
+
+SETUP = "import requests\n\nBASE_URL = service_url()\nHEADERS = service_headers()\n"
+TWO_BUCKETS = """
+a = requests.post(f"{BASE_URL}/v1/buckets", json={"data": {}}, headers=HEADERS).json()["data"]["id"]
+b = requests.post(f"{BASE_URL}/v1/buckets", json={"data": {}}, headers=HEADERS).json()["data"]["id"]
+"""
+# What a program can reach in its own process: the world the child copied (its view of what was made, its record,
+# its renaming), and `requests`.
+REACH = """
+import gc
+world = next(o for o in gc.get_objects() if type(o).__name__ == "RestWorld")
+"""
+TAMPERING = TWO_BUCKETS + REACH + """
+world.made = [m for m in world.made if m[1] == b] + [m for m in world.made if m[1] != b]  # b made first
+world.population_made = [["/v1/buckets/{}", b, []]]
+world.learned = ("data.id",)
+type(world).recorded = lambda self, ns: {"made": [["/v1/buckets/{}", b, []], ["/v1/buckets/{}", a, []]]}
+getattr(world, "proxy", None) and world.proxy.take()  # (the child's copy of the record)
+requests.Session.request = lambda *args, **kwargs: None
+RESULT = [b, a]
+"""
+SPELLING = TWO_BUCKETS + REACH + """
+type(world).canonical = lambda self, obj: ["<made-2>", "<made-1>"]  # the names the honest answer's ids get
+RESULT = None
+"""
+
+
+def test_a_program_cannot_change_how_its_result_and_state_are_renamed(monkeypatch):
+    """The ids Kinto made are the worker's record (its proxy's), not the child's: a program that rewrites the
+    child's view of them, its record and its renaming is renamed as the honest program is, and one that spells out
+    the names itself gets them as literals."""
+    from core.sandbox.harness import Job, Sandbox
+
+    monkeypatch.setenv("STATEEVAL_SERVICES", str(KINTO))
+    case = {"setup_code": SETUP, "assets": []}
+    programs = {"honest": TWO_BUCKETS + "RESULT = [b, a]\n", "tampering": TAMPERING, "spelling": SPELLING}
+    with Sandbox(1) as sandbox:
+        outcomes = {o.key: o for o in sandbox.run_untrusted([Job(k, "kinto", code, case)
+                                                             for k, code in programs.items()])}
+    honest, tampering, spelling = outcomes["honest"], outcomes["tampering"], outcomes["spelling"]
+    assert [honest.status, tampering.status, spelling.status] == ["ok"] * 3, [o.error for o in outcomes.values()]
+    assert honest.result == ["<made-2>", "<made-1>"]
+    assert (tampering.result, tampering.state) == (honest.result, honest.state)
+    assert spelling.result == ["<literal made-2>", "<literal made-1>"] and spelling.state == honest.state
+    assert any(path == "/v1/buckets/<made-2>" for path, _, _ in honest.state), "the made buckets were read back"
+
+
+def test_made_ids_come_from_the_proxys_record_across_resets_and_a_restarted_service():
+    """The worker's record of a test case: what went through the proxy since the last reset, also after a batch's
+    reset and after the service died and was started again (on the same port, behind the same proxy)."""
+    import re
+    import signal
+
+    import requests
+
+    from scenarios.rest.world import RestWorld
+
+    world = RestWorld(load(KINTO))
+    case = {"setup_code": "", "assets": []}
+
+    def buckets_made(posts: int) -> int:
+        for _ in range(posts):
+            answer = requests.post(f"{world.proxy.url}/v1/buckets", json={"data": {}}, headers=world.file.headers)
+            assert answer.status_code == 201
+        forged = {"made": [["/v1/buckets/{}", "forged", []]]}  # the child's record, which is not read
+        _, state = world.outcome(None, forged)
+        return sum(1 for path, _, _ in state if re.fullmatch(r"/v1/buckets/<made-\d+>", path))
+
+    try:
+        world.reset(case)
+        assert buckets_made(2) == 2
+        assert world.reset_between(case)  # as between two programs of a batch
+        assert buckets_made(1) == 1, "a reset empties the record"
+        os.killpg(world.service.process.pid, signal.SIGKILL)
+        world.service.process.wait()
+        assert not world.intact()
+        world.reset(case)
+        assert buckets_made(1) == 1, "the proxy reaches the service started again"
+    finally:
+        world.close()

@@ -1,0 +1,189 @@
+"""A recording reverse proxy in front of a service, run by the worker: what the service answered, as the worker saw it.
+
+A program reaches its service through this proxy (`RestWorld.namespace` gives the child the proxy's address), so
+the worker itself, not the program's process, records every exchange: method, path, status and answer. The ids
+the service made are derived from that record (`RestWorld.outcome`): only the requests the program really sends
+are in it, and nothing it holds or returns changes it.
+
+The proxy serves on a loopback port of its own, one thread per connection (the standard library's
+`ThreadingHTTPServer`), and sends each request on to the service with the client's headers (those of one hop
+left out, and `Accept-Encoding`, so that the answer it records is the one the program reads). It admits requests
+only while it is open: `close()` refuses new ones and waits for those in flight, so that a program's last request
+is in the record before the worker reads it, and a request a killed program left half-sent never reaches the next
+test case's world. `take()` gives the exchanges since the last `take` (or `open`) and forgets them. Connections
+to the service are kept open between the requests of one test case and ended by `close()`, before the service
+may be started again.
+
+The worker forks its children while the proxy's threads wait; a child keeps none of them (and closes the proxy's
+socket with the worker's other descriptors), which is as it should be: the proxy is the worker's.
+"""
+
+from __future__ import annotations
+
+import http.client
+import threading
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+# Headers that belong to one connection, not to the request (RFC 9110, 7.6.1), and those the proxy sets itself.
+HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te",
+                 "trailer", "transfer-encoding", "upgrade", "content-length", "accept-encoding"})
+BAD_GATEWAY = 502
+UNAVAILABLE = 503
+SETTLE_S = 30.0  # at most, for the requests in flight when the proxy closes
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One request the service answered: its method, path (with the query), status and answer's bytes."""
+
+    method: str
+    path: str
+    status: int
+    body: bytes
+    content_type: str
+
+
+class Proxy:
+    def __init__(self, port: int, timeout_s: float):
+        """A proxy to the service on loopback `port`, each request given `timeout_s`; it serves at once, closed
+        (refusing requests) until `open()`."""
+        self.port, self.timeout_s = port, timeout_s
+        self._lock = threading.Condition()
+        self._open = False
+        self._busy = 0
+        self._log: list[Exchange] = []
+        # Connections to the service kept open between the requests of one test case (`close` ends them: the
+        # service may be started again before the next).
+        self._idle: list[http.client.HTTPConnection] = []
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server.daemon_threads = True
+        self._server.proxy = self  # type: ignore[attr-defined]
+        self._thread = threading.Thread(target=self._server.serve_forever, name="rest-proxy", daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def open(self) -> None:
+        """Admit requests from now on, the record empty."""
+        with self._lock:
+            self._log = []
+            self._open = True
+
+    def close(self) -> None:
+        """Refuse new requests and wait (up to SETTLE_S) for those in flight to be answered and recorded."""
+        with self._lock:
+            self._open = False
+            self._lock.wait_for(lambda: self._busy == 0, SETTLE_S)
+            idle, self._idle = self._idle, []
+        for connection in idle:
+            connection.close()
+
+    def take(self) -> list[Exchange]:
+        """The exchanges recorded since the last `take` or `open`, in the order they were answered."""
+        with self._lock:
+            log, self._log = self._log, []
+            return log
+
+    def stop(self) -> None:
+        self.close()
+        self._server.shutdown()
+        self._server.server_close()
+
+    # ---- the connection threads' side
+
+    def _admit(self) -> bool:
+        with self._lock:
+            if self._open:
+                self._busy += 1
+            return self._open
+
+    def _done(self, exchange: Exchange | None) -> None:
+        with self._lock:
+            self._busy -= 1
+            if exchange is not None:
+                self._log.append(exchange)
+            self._lock.notify_all()
+
+    def forward(self, method: str, path: str, headers: list[tuple[str, str]], body: bytes
+                ) -> tuple[int, str, list[tuple[str, str]], bytes]:
+        """Send one request on to the service: status, reason, headers and body of its answer (502 when the service
+        cannot be reached, 503 while the proxy is closed); recorded when the service answered."""
+        if not self._admit():
+            return UNAVAILABLE, "Service Unavailable", [], b""
+        exchange = None
+        with self._lock:
+            connection = self._idle.pop() if self._idle else None
+        try:
+            connection = connection or http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout_s)
+            connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+            for name, value in headers:
+                connection.putheader(name, value)
+            if body or method in ("POST", "PUT", "PATCH"):
+                connection.putheader("Content-Length", str(len(body)))
+            connection.endheaders(body or None)
+            answer = connection.getresponse()
+            data = answer.read()
+        except (OSError, http.client.HTTPException) as e:
+            connection.close()
+            return BAD_GATEWAY, "Bad Gateway", [("Content-Type", "text/plain")], f"{type(e).__name__}".encode()
+        else:
+            exchange = Exchange(method, path, answer.status, data, answer.getheader("Content-Type") or "")
+            if answer.will_close:
+                connection.close()
+            else:
+                with self._lock:
+                    self._idle.append(connection)
+            return answer.status, answer.reason, answer.getheaders(), data
+        finally:
+            self._done(exchange)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as the service itself offers
+    disable_nagle_algorithm = True  # an answer goes out at once, not after the client acknowledges its headers
+
+    def _relay(self) -> None:
+        body = self._body()
+        if body is None:
+            return
+        headers = [(k, v) for k, v in self.headers.items() if k.lower() not in HOP]
+        status, reason, answer_headers, data = self.server.proxy.forward(self.command, self.path, headers, body)
+        self.send_response_only(status, reason)
+        for name, value in answer_headers:
+            if name.lower() not in HOP or (self.command == "HEAD" and name.lower() == "content-length"):
+                self.send_header(name, value)
+        if self.command != "HEAD":
+            self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def _body(self) -> bytes | None:
+        """The request's body (a chunked one put together), or None after answering a request that cannot be read."""
+        try:
+            if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+                parts = []
+                while True:
+                    size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                    if size == 0:
+                        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                            pass  # trailers
+                        return b"".join(parts)
+                    parts.append(self.rfile.read(size))
+                    self.rfile.readline()
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            self.send_error(400, "a body that cannot be read (bad Content-Length or chunk size)")
+            return None
+        return self.rfile.read(length) if length > 0 else b""
+
+    def log_message(self, format: str, *args) -> None:  # noqa: A002 - the base class's name
+        pass  # the record is `Proxy.take`; nothing goes to the worker's output
+
+
+for _method in METHODS:
+    setattr(_Handler, f"do_{_method}", _Handler._relay)

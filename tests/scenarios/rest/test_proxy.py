@@ -1,0 +1,71 @@
+"""The worker's recording proxy (scenarios/rest/proxy.py) in front of the stdlib fake service: requests pass through
+as they are, every exchange is recorded in order, and a closed proxy neither forwards nor records."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import requests
+
+from scenarios.rest.process import Service
+from scenarios.rest.proxy import Proxy
+from scenarios.rest.servicefile import load
+
+
+@pytest.fixture
+def proxied(fake):
+    with Service(load(fake)) as service:
+        proxy = Proxy(service.port, 10.0)
+        try:
+            yield service, proxy
+        finally:
+            proxy.stop()
+
+
+def test_requests_pass_through_and_every_exchange_is_recorded_in_order(proxied):
+    service, proxy = proxied
+    service.reset()
+    proxy.open()
+    made = requests.post(f"{proxy.url}/items", json={"colour": "red"}, headers={"Authorization": "Basic x"})
+    chunked = requests.post(f"{proxy.url}/items?x=1", data=(part for part in (b'{"n": ', b"2}")))
+    listed = requests.get(f"{proxy.url}/items")
+    missing = requests.get(f"{proxy.url}/nowhere")
+    headers = requests.get(f"{proxy.url}/headers", headers={"Authorization": "Basic x"}).json()
+    assert (made.status_code, made.json()) == (201, {"id": 1})
+    assert (chunked.status_code, chunked.json()) == (201, {"id": 2}), "a chunked body is sent on whole"
+    assert listed.json() == [{"path": "/items", "body": {"colour": "red"}}, {"path": "/items?x=1", "body": {"n": 2}}]
+    assert listed.json() == service.request("GET", "/items").json(), "what the program reads is the service's answer"
+    assert missing.status_code == 404
+    assert headers["Authorization"] == "Basic x" and "Accept-Encoding" not in headers
+    log = proxy.take()
+    assert [(e.method, e.path, e.status) for e in log] == [
+        ("POST", "/items", 201), ("POST", "/items?x=1", 201), ("GET", "/items", 200), ("GET", "/nowhere", 404),
+        ("GET", "/headers", 200)]
+    assert json.loads(log[0].body) == {"id": 1} and log[0].content_type == "application/json"
+    assert proxy.take() == [], "taken once"
+
+
+def test_a_closed_proxy_forwards_and_records_nothing(proxied):
+    service, proxy = proxied
+    service.reset()
+    refused = requests.post(f"{proxy.url}/items", json={})  # never opened
+    proxy.open()
+    assert requests.post(f"{proxy.url}/items", json={}).status_code == 201
+    proxy.close()
+    late = requests.post(f"{proxy.url}/items", json={})
+    assert refused.status_code == late.status_code == 503
+    assert [e.status for e in proxy.take()] == [201]
+    assert len(service.request("GET", "/items").json()) == 1, "refused requests never reach the service"
+    proxy.open()
+    requests.get(f"{proxy.url}/items")
+    proxy.open()
+    assert proxy.take() == [], "opening starts an empty record"
+
+
+def test_a_service_that_is_gone_is_a_bad_gateway_and_no_record(proxied):
+    service, proxy = proxied
+    proxy.open()
+    service.stop()
+    assert requests.get(f"{proxy.url}/items").status_code == 502
+    assert proxy.take() == []
