@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from core.sandbox.harness import Sandbox
 from evaluate.leaderboard import SubmissionError, build, load_submission, submit, validate
 from evaluate.leaderboard.board import (
     BuildReport,
@@ -36,6 +37,14 @@ from tests.evaluate.leaderboard_support import cli, expected_pass1, ok
 @pytest.fixture(scope="module")
 def lb(small_dataset, tmp_path_factory):
     return make_board(Path(small_dataset), tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    """One sandbox for this module's re-scoring in process, as `validate` reuses an open one (the command line's
+    `validate` starts its own)."""
+    with Sandbox(2) as box:
+        yield box
 
 
 def copy(src: Path, dest: Path) -> Path:
@@ -92,7 +101,7 @@ def test_samples_run_packages_its_samples_file_as_the_generations(lb):
     assert [(g["task_id"], g["code"]) for g in gens] == [(s["task_id"], s["code"]) for s in given]
 
 
-def test_a_vague_run_is_submitted_from_the_command_line_and_validates(lb, tmp_path):
+def test_a_vague_run_is_submitted_from_the_command_line_and_validates(lb, sandbox, tmp_path):
     out = tmp_path / "results"
     ok(cli("evaluate", "--samples", lb.samples["zeta"], "--variant", "vague", "--dataset", lb.dataset_v1,
            "--revision", "v1.0.0", "--out", out, "--workers", "1"))
@@ -102,7 +111,7 @@ def test_a_vague_run_is_submitted_from_the_command_line_and_validates(lb, tmp_pa
                   "--samples", lb.samples["zeta"], "--root", tmp_path / "board"))
     folder = Path(proc.stdout.split("wrote ", 1)[1].split("\n", 1)[0])
     assert load_submission(folder).variant == "vague"
-    report = validate(folder, str(lb.dataset_v1))
+    report = validate(folder, str(lb.dataset_v1), sandbox=sandbox)
     assert report.ok, report.format()
 
 
@@ -207,7 +216,7 @@ def test_one_edited_score_is_refused_naming_the_task(lb, tmp_path):
     assert not (folder / "validation.json").exists()  # the copied stamp is removed
 
 
-def test_an_edited_generation_is_refused(lb, tmp_path):
+def test_an_edited_generation_is_refused(lb, sandbox, tmp_path):
     folder = copy(lb.submissions["reference"], tmp_path / "reply")
 
     def swap(rows):
@@ -215,7 +224,7 @@ def test_an_edited_generation_is_refused(lb, tmp_path):
         return rows
 
     edit_lines(folder / "generations.jsonl", swap)
-    report = validate(folder, str(lb.dataset_v1), workers=2)
+    report = validate(folder, str(lb.dataset_v1), sandbox=sandbox)
     assert not report.ok and list(report.tasks) == ["tensor-0003"]
     assert "submitted pass, re-scored result_error" in report.tasks["tensor-0003"][0]
     assert [line for line in report.summary if ".diagnosis." not in line and ".ci95." not in line] == [
@@ -235,7 +244,8 @@ def test_an_edited_generation_is_refused(lb, tmp_path):
 
 
 @pytest.mark.parametrize("dropped", [("diagnosis",), ("success@", "diagnosis"), ("ci95", "pass^", "interval")])
-def test_a_results_json_from_before_success_at_k_or_the_diagnosis_still_validates(lb, tmp_path, dropped):
+def test_a_results_json_from_before_success_at_k_or_the_diagnosis_still_validates(lb, sandbox, tmp_path,
+                                                                                  dropped):
     folder = copy(lb.submissions["zeta"], tmp_path / "legacy")
 
     def drop_success(results):
@@ -244,7 +254,7 @@ def test_a_results_json_from_before_success_at_k_or_the_diagnosis_still_validate
                 del block[key]
 
     edit_json(folder / "results.json", drop_success)
-    report = validate(folder, str(lb.dataset_v1), workers=2)
+    report = validate(folder, str(lb.dataset_v1), sandbox=sandbox)
     assert report.ok, report.summary
     if "ci95" in dropped:  # a run from before intervals: the board computes them from its samples
         entry = Entry.from_submission(load_submission(folder))

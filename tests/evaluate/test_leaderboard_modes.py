@@ -16,25 +16,31 @@ from evaluate.run import EvalConfig, run
 
 
 @pytest.fixture(scope="module")
-def submissions(small_dataset, tmp_path_factory):
+def sandbox():
+    """One sandbox for this module's validations (`validate` reuses an open one)."""
+    with Sandbox(2) as box:
+        yield box
+
+
+@pytest.fixture(scope="module")
+def submissions(small_dataset, sandbox, tmp_path_factory):
     """mode -> a validated submission of the reference run in that mode, all under one leaderboard root."""
     work = tmp_path_factory.mktemp("modes-board")
     out, root = work / "results", work / "leaderboard"
     subs = {}
-    with Sandbox(2) as sandbox:
-        for mode in (CODE, TOOLS, EXPLORE):
-            report = run(EvalConfig(model="reference", dataset=str(small_dataset), revision="v1.0.0",
-                                    out=str(out), mode=mode, workers=2))
-            # the reference scores 100% in every mode, in two turns or more where it converses
-            assert report["summary"]["overall"]["pass@1"] == 1.0, report["samples"]
-            assert report["mode"] == mode and all(row.get("turns", 2) >= 2 for row in report["samples"])
-            # and its calls are the reference's in every mode: full partial credit, tool calls included
-            means = report["summary"]["overall"]["diagnosis"]
-            assert [means[m] for m in METRICS] == [1.0] * len(METRICS), (mode, means)
-            subs[mode] = submit(out / "reference" / "v1.0.0", f"Reference {mode}", weights="open", root=root,
-                                mode=mode, dataset=str(small_dataset))
-            report = validate(subs[mode], str(small_dataset), sandbox=sandbox)
-            assert report.ok, report.format()
+    for mode in (CODE, TOOLS, EXPLORE):
+        report = run(EvalConfig(model="reference", dataset=str(small_dataset), revision="v1.0.0",
+                                out=str(out), mode=mode, workers=2))
+        # the reference scores 100% in every mode, in two turns or more where it converses
+        assert report["summary"]["overall"]["pass@1"] == 1.0, report["samples"]
+        assert report["mode"] == mode and all(row.get("turns", 2) >= 2 for row in report["samples"])
+        # and its calls are the reference's in every mode: full partial credit, tool calls included
+        means = report["summary"]["overall"]["diagnosis"]
+        assert [means[m] for m in METRICS] == [1.0] * len(METRICS), (mode, means)
+        subs[mode] = submit(out / "reference" / "v1.0.0", f"Reference {mode}", weights="open", root=root,
+                            mode=mode, dataset=str(small_dataset))
+        report = validate(subs[mode], str(small_dataset), sandbox=sandbox)
+        assert report.ok, report.format()
     return root, subs
 
 
@@ -51,7 +57,7 @@ def test_a_tools_submission_holds_every_turn_and_validates_by_replay(submissions
     assert stamp["mode"] == TOOLS and stamp["rescored_samples"] == len(small_tasks)
 
 
-def test_an_edited_turn_does_not_replay_and_is_refused(submissions, small_dataset, tmp_path):
+def test_an_edited_turn_does_not_replay_and_is_refused(submissions, sandbox, small_dataset, tmp_path):
     import shutil
 
     _, subs = submissions
@@ -63,7 +69,7 @@ def test_an_edited_turn_does_not_replay_and_is_refused(submissions, small_datase
     reply["tool_calls"][0]["function"]["name"] = "torch_transpose"
     rows[0]["reply"] = json.dumps(reply)
     (folder / "generations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    report = validate(folder, str(small_dataset))
+    report = validate(folder, str(small_dataset), sandbox=sandbox)
     assert not report.ok
     assert "do not replay" in report.format() and rows[0]["task_id"] in report.format()
     assert not (folder / "validation.json").exists()
@@ -81,16 +87,15 @@ def test_modes_are_never_ranked_together(submissions, tmp_path):
     assert "v1.0.0, tools mode" in html and "v1.0.0, explore mode" in html
 
 
-def test_instruction_variants_are_never_ranked_together(small_dataset, tmp_path):
+def test_instruction_variants_are_never_ranked_together(small_dataset, sandbox, tmp_path):
     """The vague instructions are harder than the natural ones: runs on each are separate groups, each ranked."""
     out, root = tmp_path / "results", tmp_path / "leaderboard"
-    with Sandbox(2) as sandbox:
-        for variant in ("natural", "vague"):
-            run(EvalConfig(model="reference", dataset=str(small_dataset), revision="v1.0.0", out=str(out),
-                           variant=variant, workers=2))
-            sub = submit(out / "reference" / "v1.0.0", f"Reference {variant}", weights="open", root=root,
-                         variant=variant, dataset=str(small_dataset))
-            assert validate(sub, str(small_dataset), sandbox=sandbox).ok
+    for variant in ("natural", "vague"):
+        run(EvalConfig(model="reference", dataset=str(small_dataset), revision="v1.0.0", out=str(out),
+                       variant=variant, workers=2))
+        sub = submit(out / "reference" / "v1.0.0", f"Reference {variant}", weights="open", root=root,
+                     variant=variant, dataset=str(small_dataset))
+        assert validate(sub, str(small_dataset), sandbox=sandbox).ok
     build(tmp_path / "site", root=root)
     data = json.loads((tmp_path / "site" / "leaderboard.json").read_text())
     assert [(v["variant"], [(e["name"], e["rank"]) for e in v["entries"]]) for v in data["versions"]] == [
