@@ -273,6 +273,7 @@ def test_evaluate_since_scores_only_the_window(small_dataset, fresh_build, tmp_p
         run(old)
 
 
+@pytest.mark.e2e  # matching is tested on paper-tier releases in the default run
 def test_a_fresh_split_of_a_frontier_release_is_matched_on_its_levers(tmp_path):
     """Frontier records store their calls unrolled (a loop is one statement, many calls), so the overlap filter keys
     their call sequences on the statements alone; the match reports each lever's share beside the release's."""

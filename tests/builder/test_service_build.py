@@ -92,6 +92,7 @@ def test_kinto_builds_the_same_verified_split_twice_and_its_reference_scores_100
     assert all(": state" in s["error"] for s in wrong["samples"]), "RESULT is the reference's: the state tells"
 
 
+@pytest.mark.e2e  # the Kinto build above takes the same path in the default run
 def test_the_session_services_file_builds_a_split_its_reference_passes(tmp_path):
     manifest = build("session_http", tmp_path / "data", 2)
     assert manifest["counts"]["session_http"] >= 1

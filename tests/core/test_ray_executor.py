@@ -136,6 +136,7 @@ def _slow(seconds: float, name: str = SLOW) -> str:
             f"time.sleep({seconds})\nRESULT = 'finished'\n")
 
 
+@pytest.mark.e2e  # a worker killed inside an actor (below) covers the rerun in the default run
 @needs_ray
 def test_a_dead_actor_is_replaced_and_its_jobs_run_again_then_have_no_verdict(ray_instance, small_tasks):
     task = small_tasks[0]

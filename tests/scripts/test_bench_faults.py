@@ -18,7 +18,8 @@ from core.sandbox.harness import RETRIES
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_faults.py"
 
 
-@pytest.mark.parametrize("scenarios", ["session", pytest.param("tensor,session,voice", marks=pytest.mark.e2e)])
+@pytest.mark.e2e  # the chaos benchmark; tests/evaluate/test_faults.py kills workers and services one way at a time
+@pytest.mark.parametrize("scenarios", ["session", "tensor,session,voice"])
 def test_bounded_kills_of_workers_and_services_change_no_verdict_and_no_byte(scenarios, tmp_path, capsys):
     spec = importlib.util.spec_from_file_location("bench_faults", SCRIPT)
     bench = importlib.util.module_from_spec(spec)

@@ -226,6 +226,7 @@ def tiny_run(tmp_path_factory):
     return code, buffer.getvalue(), out, argv
 
 
+@pytest.mark.e2e  # whole runs of the script; the statistics and the split reuse are tested above
 def test_end_to_end_on_two_tiny_splits(tiny_run):
     code, stdout, out, _ = tiny_run
     lines = stdout.splitlines()
@@ -251,6 +252,7 @@ def test_end_to_end_on_two_tiny_splits(tiny_run):
     assert code in (0, 1)
 
 
+@pytest.mark.e2e  # whole runs of the script; the statistics and the split reuse are tested above
 def test_a_rerun_reuses_the_splits_and_scores(tiny_run, capsys):
     code, stdout, out, argv = tiny_run
     before = json.loads((out / "stability.json").read_text())
@@ -262,6 +264,7 @@ def test_a_rerun_reuses_the_splits_and_scores(tiny_run, capsys):
     assert all(after[m["name"]]["splits"] == m["splits"] for m in before["models"])
 
 
+@pytest.mark.e2e  # whole runs of the script; the statistics and the split reuse are tested above
 def test_matched_splits_are_fresh_against_a_release_built_first(tmp_path):
     """--matched: the release is built first (seed 999), each split is a fresh split of it (no task repeated,
     matched stratum by stratum), and the synthetic models find their programs in the split's larger pool."""
@@ -289,6 +292,7 @@ def test_matched_splits_are_fresh_against_a_release_built_first(tmp_path):
     assert all(x["mutated"] > 0 for x in models["rate-0.5"]["splits"])
 
 
+@pytest.mark.e2e  # whole runs of the script; the statistics and the split reuse are tested above
 def test_answers_files_per_split(tiny_run, capsys, tmp_path):
     """An answers file per split ({split} in the path): right on even tasks, RESULT = None on odd ones."""
     _, _, out, argv = tiny_run
