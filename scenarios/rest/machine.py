@@ -34,6 +34,7 @@ FIELDS = "fields"  # state.extra: per resource, the fields the bodies sent to it
 READS = "reads"  # state.extra: the reads made since the last write that could change their answer
 UPDATED = "updated"  # state.extra: resources of UNSEEN that an update (PUT, PATCH) left unseen
 UNNAMED = "unnamed"  # state.extra: [resource, parents] of what the population made and the setup does not name
+UNNAMED_AT_START = "unnamed_at_start"  # state.extra: UNNAMED as the population left it (what the text tells)
 # How much likelier a call is than its coverage weight says (`RestScenario.preference`): one on a resource made and
 # not used yet all but always comes next, and making one is preferred to reading or writing the population.
 USE_PREFERENCE, MAKE_PREFERENCE = 1000.0, 100.0
@@ -194,10 +195,10 @@ class TakeId(API):
     id some variable holds already would make that variable and the new one interchangeable."""
 
     name = "take_id"
-    phrases = ("take the id (`{key}`) of the first item in {in0_} as {out0_}",
-               "let {out0_} be the id (`{key}`) of the first item of {in0_}")
-    natural = ("take the id (`{key}`) of the first item in {in0_}",)
-    vague = ("note the id (`{key}`) of the first item in {in0_}",)
+    phrases = ("take the id (`{key}`) of the first item{where} in {in0_} as {out0_}",
+               "let {out0_} be the id (`{key}`) of the first item{where} of {in0_}")
+    natural = ("take the id (`{key}`) of the first item{where} in {in0_}",)
+    vague = ("note the id (`{key}`) of the first item{where} in {in0_}",)
 
     def __init__(self, scenario: "RestScenario"):
         self.scenario = scenario
@@ -220,7 +221,9 @@ class TakeId(API):
         state.consume(inputs, self.name)
         where = "".join(f"[{k!r}]" for k in model.listings[listing["op"]])
         key = model.id_key(res)
-        return Call(self.name, [answer], [out], f"{out} = {answer}{where}[0][{key!r}]", {"res": res, "key": key})
+        keys = model.listings[listing["op"]]
+        return Call(self.name, [answer], [out], f"{out} = {answer}{where}[0][{key!r}]",
+                    {"res": res, "key": key, "where": f" of the list at `{'.'.join(keys)}`" if keys else ""})
 
 
 def _gone_itself(state: State, var: Var) -> bool:
@@ -409,6 +412,7 @@ class RestScenario(Scenario):
             order.append(name)
             state.extra.setdefault(FIELDS, {})[name] = sent.get((res, tuple([*parents, value])), [])
         state.extra["population"] = order
+        state.extra[UNNAMED_AT_START] = [list(u) for u in state.extra.get(UNNAMED, [])]  # (takes remove from UNNAMED)
         state.assets[ASSET] = Asset(ASSET, ASSET, {"seed": seed}, b"")
 
     def redraw(self, state, rng):
@@ -479,6 +483,13 @@ class RestScenario(Scenario):
             kind = name_of(var.type, self.model.operations).replace("_", " ")
             parents = var.value["parents"]
             held.append(f"`{name}` (a {kind}" + (f" in `{parents[-1]}`" if parents else "") + ")")
+        counts: dict[tuple, int] = {}
+        for res, parents in state.extra.get(UNNAMED_AT_START, []):
+            if parents:
+                counts[(res, parents[-1])] = counts.get((res, parents[-1]), 0) + 1
+        for (res, parent), n in counts.items():
+            kind = name_of(res, self.model.operations).replace("_", " ")
+            held.append(f"{n} {kind}{'s' if n > 1 else ''} in `{parent}` that the setup does not name")
         exists = f" The service already holds {_join(held)}." if held else ""
         return (f"The setup block sets `BASE_URL` to the address of the {self.name} service and `HEADERS` to the "
                 f"headers every request sends, and defines {join_names(state.inits)}.{exists}")

@@ -15,7 +15,8 @@ from builder.pipeline import Fuzzer
 from pathlib import Path
 
 from scenarios.base import State, Var
-from scenarios.rest.machine import ANSWER, FIELDS, MAKE_PREFERENCE, STATUS, USE_PREFERENCE, RestScenario
+from scenarios.rest.machine import (ANSWER, FIELDS, MAKE_PREFERENCE, STATUS, UNNAMED_AT_START, USE_PREFERENCE,
+                                   RestScenario)
 from scenarios.rest.model import Model
 from scenarios.rest.openapi import read
 from scenarios.rest.servicefile import ServiceFile, load
@@ -123,6 +124,9 @@ def test_the_text_says_which_resources_the_service_holds_and_that_a_new_one_is_k
     rest, state = scenario(), populated()
     state.extra["population"] = ["shelf1"]
     assert rest.describe_init(state).endswith("The service already holds `shelf1` (a shelf).")
+    state.extra[UNNAMED_AT_START] = [["/shelves/{}/books/{}", ["shelf1"]]] * 2  # a population request named = false
+    assert rest.describe_init(state).endswith(
+        "The service already holds `shelf1` (a shelf) and 2 books in `shelf1` that the setup does not name.")
     creator = next(a for a in rest.apis if a.name == "create_shelf")
     assert creator.noun == "id of the {nth}new shelf"
 
