@@ -1,9 +1,8 @@
 """python -m scenarios.rest FILE: start the service a service file describes and show what StateEval reads of it.
 
 Examples:
-  python -m scenarios.rest scenarios/rest/services/kinto.toml   # needs the rest extra: pip install -e ".[rest]"
-  python -m scenarios.rest session_http                         # a file that comes with StateEval, by name
-  python -m scenarios.rest my_service.toml
+  python -m scenarios.rest my_service.toml   # a service file of yours
+  python -m scenarios.rest NAME              # a file that comes with StateEval (scenarios/rest/services/), by name
 """
 
 from __future__ import annotations
@@ -29,8 +28,9 @@ def main(argv: list[str] | None = None) -> int:
                     "service is stopped before the command ends. Exit status 2, with a one-line error, for a file, "
                     "service or document that cannot be used.",
         epilog=__doc__.split("\n", 2)[2], formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("file", metavar="FILE", help="the service file, e.g. scenarios/rest/services/kinto.toml, or the "
-                                                "name of one that comes with StateEval: " + ", ".join(shipped()))
+    examples = [f"scenarios/rest/services/{name}.toml" for name in shipped()[:1]]  # (the folder's, not a name here)
+    p.add_argument("file", metavar="FILE", help="the service file (a path" + "".join(f", e.g. {e}" for e in examples)
+                   + "), or the name of one that comes with StateEval: " + ", ".join(shipped()))
     args = p.parse_args(argv)
     try:
         file = load(args.file)

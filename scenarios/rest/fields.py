@@ -8,8 +8,8 @@ PATCH so that it leaves one of them out (`separate`); a resource for which no bo
 (`separable` is False) is not updated that way at all.
 
 A field counts as left out at the level a PATCH merges it: a top-level field when it is one (`name`), else the key
-one level down (`data.title`, where a resource's fields sit in an envelope like Kinto's `data`; a PUT that leaves the
-whole envelope out may keep it, as Kinto's does). What a PATCH sets one level down replaces what was there.
+one level down (`data.title`, where a resource's fields sit in an envelope such as `data`; a PUT that leaves the
+whole envelope out may keep it, as some services do). What a PATCH sets one level down replaces what was there.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """The state machine of a scenario derived from a service file: one API per operation of its document.
 
-Variables: a resource's value (`bucket1`: declared in the setup block when the population made it, unless its
+Variables: a resource's value (`shelf1`: declared in the setup block when the population made it, unless its
 request is `named = false`, or the id a creator's answer holds), a request body (`body1`: drawn from the operation's
 schema and declared in the setup block, so that a redrawn input sends other values), an answer (`answer1`: what a
 reader, or a POST that makes nothing named, answered, as JSON) and a status code (`status1`: what an update or a
 delete answered). A resource's value knows its parents (`{"parents": [...]}`, the variables of the resources before
-it in its path), so that a call on a record names its bucket and collection too. A deleted resource, and whatever
+it in its path), so that a call on a book names its shelf too. A deleted resource, and whatever
 lies under it, is no longer used.
 
 The model (`scenarios.rest.model`) comes from a running instance of the service, started once per process when the
@@ -42,7 +42,7 @@ OTHER_STATUS = (404, 200)  # a status code's flipped value: the first of these t
 
 
 def name_of(res: str, operations: list[Operation]) -> str:
-    """A variable prefix for a resource: the name its parameters have (`bucket_id` -> `bucket`), else the word
+    """A variable prefix for a resource: the name its parameters have (`shelf_id` -> `shelf`), else the word
     before it in the path, singular (`records/{id}` -> `record`)."""
     for op in operations:
         for i, p in enumerate(path_parameters(op)):
@@ -243,7 +243,7 @@ def _unseen_under(state: State, var: Var) -> bool:
 def _observe(state: State, api: OperationAPI, inputs: tuple, out: str, values: list[str]) -> None:
     """Keep `UNSEEN` up to date after a call: a write or a creation is unseen until a reader of the resource, or a
     listing that holds it, reads it; an update (`UPDATED`) until a reader of the resource does, since a listing may
-    show only part of each item (Kinto's leaves permissions out), perhaps not the part that tells a PUT from a
+    show only part of each item (some leave permissions out), perhaps not the part that tells a PUT from a
     PATCH."""
     unseen = state.extra.setdefault(UNSEEN, [])
     updated = state.extra.setdefault(UPDATED, [])

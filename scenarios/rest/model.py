@@ -2,15 +2,15 @@
 halves of the scenario share (`scenarios.rest.machine` in the builder, `scenarios.rest.world` in a sandbox worker).
 
 - **Resources**: each path parameter stands for a resource named by the path up to it, its parameter names
-  dropped (`/v1/buckets/{}/collections/{}` for the `id` of `/v1/buckets/{bucket_id}/collections/{id}`, and for
-  the `collection_id` of `.../collections/{collection_id}/records`): a value made for one operation's parameter fits
+  dropped (`/shelves/{}/books/{}` for the `id` of `/shelves/{shelf_id}/books/{id}`, and for the `book_id` of
+  `.../books/{book_id}/notes`): a value made for one operation's parameter fits
   every other parameter of the same resource, and a resource's value comes with the values of the resources before
   it in its path (its parents).
 - **Live confirmation** (`probe`): the static edges of `scenarios.rest.dependencies` say which creator feeds which
   parameter, not always where the new id is in its answer. Each creator (a POST whose path is followed by a
   parameter in some other operation's path) is called on the running service with a drawn body, and every scalar
   of its answer is tried as that parameter of a reader (GET) of the new item: the first that answers 2xx is where
-  the id is (Kinto: `data.id`). A creator none of whose values works makes no resource (its edges are dropped).
+  the id is (such as `data.id`). A creator none of whose values works makes no resource (its edges are dropped).
   The bodies are tried the same way: the drawn body, then its required fields alone, then one field at a time;
   the first shape answered 2xx is the one drawn for that operation from then on.
 - **Made-up values** (`Masker`): the ids creators make, and values that look made up (UUIDs, dates, epoch times),

@@ -89,7 +89,7 @@ def shipped() -> list[str]:
 
 
 def load(path: str | Path) -> ServiceFile:
-    """The service file at `path`, or the shipped one of that name ("kinto"), checked; ServiceFileError when it
+    """The service file at `path`, or the shipped one of that name, checked; ServiceFileError when it
     cannot be used."""
     path = Path(path)
     if not path.exists() and str(path) in shipped():
@@ -145,7 +145,7 @@ class _Checker:
         value = self.text("name")
         if not NAME.fullmatch(value):
             raise self.fail("name", f"{value!r} is not a lower-case identifier: use letters, digits and _, "
-                                    f"starting with a letter, e.g. \"kinto\"")
+                                    f"starting with a letter, e.g. \"my_service\"")
         return value
 
     def openapi(self) -> str:
