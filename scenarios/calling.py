@@ -24,6 +24,16 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+def answer_body(response) -> Any:
+    """An HTTP response's body as a tool answers it: its JSON, else its text (None when empty)."""
+    if not response.content:
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        return response.text
+
+
 SUBMIT = "submit_result"
 RESULT_HANDLE = "r{}"  # the handle of the k-th call's result, k from 1
 

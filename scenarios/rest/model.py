@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from scenarios.calling import answer_body
 from scenarios.rest import draws
 from scenarios.rest.dependencies import infer
 from scenarios.rest.openapi import Operation
@@ -226,16 +227,6 @@ def _scalars(value: Any, at: tuple[str, ...] = (), depth: int = 0):
 
 def _ok(answer) -> bool:
     return 200 <= answer.status_code < 300
-
-
-def answer_body(response) -> Any:
-    """A response's body: its JSON, else its text (None when empty)."""
-    if not response.content:
-        return None
-    try:
-        return response.json()
-    except ValueError:
-        return response.text
 
 
 def probe(file: ServiceFile, service, operations: list[Operation], seed: int = 0) -> Model:

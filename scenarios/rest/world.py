@@ -34,8 +34,8 @@ from urllib.parse import quote, unquote, urlsplit
 import requests  # imported once here so that every forked child finds it loaded
 
 from scenarios.base import World, canonicalize
-from scenarios.calling import Tools, Tracer
-from scenarios.rest.model import Model, answer_body, path_parameters, probe, resource, seed_of, template_match
+from scenarios.calling import Tools, Tracer, answer_body
+from scenarios.rest.model import Model, path_parameters, probe, resource, seed_of, template_match
 from scenarios.rest.process import Service
 from scenarios.rest.proxy import Exchange, Proxy
 from scenarios.rest.learned import made_up

@@ -40,7 +40,7 @@ from urllib.parse import urlsplit
 import requests  # imported once here so that every forked child finds it loaded
 
 from scenarios.base import PAPER, TIERS, World
-from scenarios.calling import Tools, Tracer
+from scenarios.calling import Tools, Tracer, answer_body
 from scenarios.session import store
 from scenarios.session.doc import operations
 from scenarios.session.server import ServiceProcess
@@ -215,7 +215,7 @@ class SessionWorld(World):
         body = arguments.get("body") if op.has_body else None
         response = requests.request(op.method, namespace["service_url"]() + op.url(arguments), params=query or None,
                                     json=body, headers=headers or None, timeout=SETTLE_TIMEOUT_S * 5)
-        return {"status": response.status_code, "body": _json_or_text(response)}
+        return {"status": response.status_code, "body": answer_body(response)}
 
     def trace_as_tools(self, namespace: dict, tracer: Tracer) -> None:
         """The reference's `requests` calls, matched to the endpoint their URL and method name; the headers the
@@ -236,7 +236,7 @@ class SessionWorld(World):
                         if op.has_body:
                             args["body"] = json
                         tracer.record(op.spec, args, {"status": response.status_code,
-                                                      "body": _json_or_text(response)})
+                                                      "body": answer_body(response)})
                         break
                 else:
                     raise ValueError(f"{_method.upper()} {path} is no endpoint of the service")
@@ -251,12 +251,3 @@ class SessionWorld(World):
             backend.service.kill()
             backend.conn.close()
         shutil.rmtree(self._dir, ignore_errors=True)
-
-
-def _json_or_text(response):
-    if not response.content:
-        return None
-    try:
-        return response.json()
-    except ValueError:
-        return response.text
