@@ -72,8 +72,8 @@ def pull(unused: dict[str, int], binding: tuple[str, ...], recency: float) -> fl
 
 
 def step(scenario: Scenario, state: State, recorder: CoverageRecorder, rng: random.Random, guided: bool,
-         recency: float = 0.0) -> Call:
-    """Choose and apply one call; updates `state` and `recorder`."""
+         recency: float = 0.0, left: int = 0) -> Call:
+    """Choose and apply one call, `left` more to come on its path; updates `state` and `recorder`."""
     options = [(api, api.bindings(state)) for api in scenario.apis]
     options = [(api, bs) for api, bs in options if bs]
     if not options:
@@ -95,7 +95,7 @@ def step(scenario: Scenario, state: State, recorder: CoverageRecorder, rng: rand
             cands = [(k, b) for k in pool for b in groups[k]]
             by_name = {a.name: a for a, _ in options}
             weights = [(1.0 if fresh else energy(recorder, k)) / len(groups[k]) * pull(unused, b, recency)
-                       * scenario.preference(state, by_name[k[0]], b) for k, b in cands]
+                       * scenario.preference(state, by_name[k[0]], b, left) for k, b in cands]
             key, binding = rng.choices(cands, weights=weights)[0]
         else:
             if fresh:

@@ -93,7 +93,7 @@ class Fuzzer:
                 else:
                     program = generate_program(
                         scenario, rng_for(config, self.scenario, i, "fuzz"), self.recorder,
-                        config.calls_per_path, config.branch_probability, config.coverage, config.branches,
+                        config.calls_per_path + scenario.make_calls, config.branch_probability, config.coverage, config.branches,
                         config.recency,
                     )
             except NoValidCall:

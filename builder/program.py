@@ -227,8 +227,10 @@ class Program(BaseProgram):
         return out
 
     def unfit(self, config: BuildConfig) -> str | None:
-        """A path with fewer calls than `config.calls_per_path` (the fuzzer found no valid call to go on with)."""
-        return "too few API calls" if min(len(p) for p in self.paths()) < config.calls_per_path else None
+        """A path with fewer calls than `config.calls_per_path` and the scenario's `make_calls` (the fuzzer found no
+        valid call to go on with)."""
+        least = config.calls_per_path + self.scenario.make_calls
+        return "too few API calls" if min(len(p) for p in self.paths()) < least else None
 
     # ------------------------------------------------------------------------------------------- the code
 
@@ -497,26 +499,27 @@ class _Grower:
     notes: list[str]
     recency: float = 0.0
 
-    def step(self, state: State) -> Call:
-        return step(self.scenario, state, self.recorder, self.rng, self.guided, self.recency)
+    def step(self, state: State, left: int) -> Call:
+        """One call, `left` more to come after it on its path."""
+        return step(self.scenario, state, self.recorder, self.rng, self.guided, self.recency, left)
 
     def path(self, state: State, n: int, splits: int, nested: bool = False) -> Path:
         """`n` calls on every path from `state`, with at most `splits` if/else splits among them."""
         rng = self.rng
         site = rng.randint(1, n - 1) if splits and n >= 2 and rng.random() < self.branch_probability else 0
-        calls = [self.step(state) for _ in range(site or n)]
+        calls = [self.step(state, n - 1 - k) for k in range(site or n)]
         condition = None
         while site:  # no condition fits the newest value: move the split one call later, while a call is left after it
             last = calls[-1].outputs[-1]
             condition = self.scenario.condition(state, state.vars[last], rng)
             if condition is not None or len(calls) >= n - 1:
                 break
-            calls.append(self.step(state))
+            calls.append(self.step(state, n - 1 - len(calls)))
         if site and condition is None:
             self.notes.append(f"no condition fits `{calls[-1].outputs[-1]}`; " +
                               ("that branch does not split again" if nested else "the program has no branch"))
         if not condition:
-            calls += [self.step(state) for _ in range(n - len(calls))]
+            calls += [self.step(state, n - 1 - k) for k in range(len(calls), n)]
             return Path(calls, state)
 
         remaining = n - len(calls)

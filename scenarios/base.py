@@ -221,6 +221,9 @@ class Scenario(ABC):
     world: str  # "module:Class" of the World, imported only inside sandbox workers
     example: bool = False  # a worked example (docs/adding-a-scenario.md): built only when named, never by default
     tiers: tuple[str, ...] = (PAPER,)  # the tiers it can be built on; FRONTIER needs `frontier_plan`
+    # Calls on every path beyond the build's --calls: a service's task must make a resource before a call can use
+    # it, where a hand-built world's state is mostly prepared by its setup block
+    make_calls: int = 0
 
     def make_world(self) -> "World":
         """A new instance of this scenario's world (heavy: only inside a sandbox worker); by default `world`'s class
@@ -279,9 +282,10 @@ class Scenario(ABC):
         """Whether an unconsumed variable belongs in RESULT (by default: anything an API call produced)."""
         return var.producer != INIT
 
-    def preference(self, state: State, api: "API", binding: tuple[str, ...]) -> float:
-        """How much more likely the fuzzer is to draw this call than its coverage weight says (`builder/fuzz.py`,
-        with a recency preference on): 1.0 by default, so a scenario's programs are the paper's unless it says."""
+    def preference(self, state: State, api: "API", binding: tuple[str, ...], left: int) -> float:
+        """How much more likely the fuzzer is to draw this call, with `left` more calls to come on its path, than its
+        coverage weight says (`builder/fuzz.py`, with a recency preference on): 1.0 by default, so a scenario's
+        programs are the paper's unless it says."""
         return 1.0
 
     def always_result(self, var: Var) -> bool:

@@ -134,13 +134,30 @@ def test_the_text_says_which_resources_the_service_holds_and_that_a_new_one_is_k
 def test_the_sampler_prefers_what_the_program_made_and_has_not_used():
     rest, state = scenario(), populated()
     apis = {a.name: a for a in rest.apis}
-    assert rest.preference(state, apis["get_shelf"], ("shelf1",)) == 1.0  # the population's
-    assert rest.preference(state, apis["create_shelf"], ()) == MAKE_PREFERENCE
+    assert rest.preference(state, apis["get_shelf"], ("shelf1",), 2) == 1.0  # the population's
+    assert rest.preference(state, apis["create_shelf"], (), 2) == MAKE_PREFERENCE
+    assert rest.preference(state, apis["create_shelf"], (), 0) == 1.0, "the path's last call: no call could use it"
     _, made = call(rest, state, "create_shelf")
     (shelf,) = made.outputs
-    assert rest.preference(state, apis["get_shelf"], (shelf,)) == USE_PREFERENCE > MAKE_PREFERENCE
+    assert rest.preference(state, apis["get_shelf"], (shelf,), 0) == USE_PREFERENCE > MAKE_PREFERENCE
     call(rest, state, "get_shelf", shelf)
-    assert rest.preference(state, apis["rename_shelf"], (shelf,)) == 1.0, "used once: no longer preferred"
+    assert rest.preference(state, apis["rename_shelf"], (shelf,), 2) == 1.0, "used once: no longer preferred"
+
+
+def test_a_services_paths_have_two_calls_more_than_calls(monkeypatch):
+    """A resource costs a call before a call can use it: the build draws `--calls` + `make_calls` calls on every
+    path of a service's program, and a path shorter than that makes no task."""
+    rest = scenario()
+    assert rest.make_calls == 2
+    monkeypatch.setattr(builder.pipeline, "get_scenario", lambda name: rest)
+    config = BuildConfig(calls_per_path=4, created_at="2026-01-01")
+    rejections: Counter = Counter()
+    drafts = Fuzzer("shelves").programs(config, 0, 6, rejections)
+    assert drafts, rejections
+    for draft in drafts:
+        assert {len(path) for path in draft.program.paths()} == {6}
+        assert draft.program.unfit(config) is None
+        assert draft.program.unfit(BuildConfig(calls_per_path=5, created_at="2026-01-01")) == "too few API calls"
 
 
 ONE_ITEM = [{"name": "item", "in": "path", "required": True, "schema": {"type": "string"}}]
