@@ -23,18 +23,15 @@ import resource
 import statistics
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from builder.config import BuildConfig  # noqa: E402
-from builder.config import rng_for  # noqa: E402
-from builder.fuzz import CoverageRecorder, NoValidCall  # noqa: E402
-from builder.pipeline import make_cases  # noqa: E402
-from builder.program import generate_program  # noqa: E402
+from builder.pipeline import Fuzzer  # noqa: E402
 from core.sandbox.harness import Limits  # noqa: E402
 from core.sandbox.protocol import ProgramRequest, WireCase  # noqa: E402
-from scenarios import get_scenario  # noqa: E402
 from scripts.bench_session import time_jobs  # noqa: E402
 
 TARGET_MS = 50.0  # median per Kinto test case on a warm worker
@@ -42,17 +39,9 @@ TARGET_MS = 50.0  # median per Kinto test case on a warm worker
 
 def programs(name: str, n: int, seed: int) -> list[tuple[str, dict]]:
     """(reference code, test case) pairs from up to `n` fuzzed programs of the scenario `name`."""
-    scenario = get_scenario(name)
     config = BuildConfig(scenarios=[name], n=n, seed=seed, created_at="2026-01-01")
-    recorder = CoverageRecorder()
-    out = []
-    for i in range(n):
-        try:
-            program = generate_program(scenario, rng_for(config, name, i, "fuzz"), recorder)
-        except NoValidCall:
-            continue
-        out += [(program.reference_code(), case) for case in (c.to_row() for c in make_cases(program, config, i))]
-    return out
+    drafts = Fuzzer(name).programs(config, 0, n, Counter())  # the programs a build of these settings fuzzes
+    return [(d.program.reference_code(), case.to_row()) for d in drafts for case in d.cases]
 
 
 def quantile(ms: list[float], q: float) -> float:

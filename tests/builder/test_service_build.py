@@ -53,38 +53,51 @@ def reference_score(dataset: Path, results: Path, mode: str = "code") -> dict:
     return json.loads(next(results.rglob("results.json" if mode == "code" else f"results_{mode}.json")).read_text())
 
 
+@pytest.fixture(scope="module")
+def kinto_build(tmp_path_factory) -> tuple[Path, dict]:
+    """A Kinto split built by its shipped name: (folder, manifest)."""
+    out = tmp_path_factory.mktemp("kinto") / "a"
+    return out, build("kinto", out, 4)
+
+
 @needs_kinto
-def test_kinto_builds_the_same_verified_split_twice_and_its_reference_scores_100(tmp_path):
-    first = build("kinto", tmp_path / "a", 4)
-    second = build(str(SERVICES / "kinto.toml"), tmp_path / "b", 4)
-    assert first["counts"]["kinto"] >= 3
-    assert first["content_hash"] == second["content_hash"], "same seed, same service: the same bytes"
+@pytest.mark.e2e  # byte-determinism of builds runs by default in test_stream.py; this one is a service's
+def test_kinto_builds_the_same_bytes_twice(kinto_build, tmp_path):
+    first, manifest = kinto_build
+    second = build(str(SERVICES / "kinto.toml"), tmp_path / "b", 4)  # (named by its path this time)
+    assert manifest["content_hash"] == second["content_hash"], "same seed, same service: the same bytes"
     for name in ("kinto.toml", "kinto.openapi.json", "kinto.learned.json"):
-        assert (tmp_path / "a" / "services" / name).read_bytes() == (tmp_path / "b" / "services" / name).read_bytes()
-    learned = json.loads((tmp_path / "a" / "services" / "kinto.learned.json").read_text())["learned"]
+        assert (first / "services" / name).read_bytes() == (tmp_path / "b" / "services" / name).read_bytes()
+
+
+@needs_kinto
+def test_kinto_builds_a_verified_split_and_its_reference_scores_100(kinto_build, tmp_path):
+    built, first = kinto_build
+    assert first["counts"]["kinto"] >= 3
+    learned = json.loads((built / "services" / "kinto.learned.json").read_text())["learned"]
     assert "data.last_modified" in learned, "the fields Kinto makes up are learned once and shipped"
-    shards = b"".join(p.read_bytes() for p in sorted((tmp_path / "a").rglob("*.parquet")))
+    shards = b"".join(p.read_bytes() for p in sorted(built.rglob("*.parquet")))
     assert b"<made-" in shards, "the ids Kinto made are stored renamed"
 
-    report = reference_score(tmp_path / "a", tmp_path / "results")
+    report = reference_score(built, tmp_path / "results")
     assert report["summary"]["overall"]["pass@1"] == 1.0
     assert [s["status"] for s in report["samples"]] == ["pass"] * 4
 
     # tools mode: each reference call replayed as a tool call, the ids Kinto made passed as handles
-    report = reference_score(tmp_path / "a", tmp_path / "tools", "tools")
+    report = reference_score(built, tmp_path / "tools", "tools")
     assert report["summary"]["overall"]["pass@1"] == 1.0
     assert [s["status"] for s in report["samples"]] == ["pass"] * 4
     assert all(s["turns"] > 1 for s in report["samples"]), "every task is replayed as calls, not only a submission"
 
     # nothing else changed: the reference plus one more bucket, or less the population's record, fails on its state
-    task = next(r for r in load_rows(tmp_path / "a") if "bucket1" in r["setup_code"])
+    task = next(r for r in load_rows(built) if "bucket1" in r["setup_code"])
     extra = 'requests.post(f"{BASE_URL}/v1/buckets", json={"data": {}}, headers=HEADERS)\n'
     gone = ('requests.delete(f"{BASE_URL}/v1/buckets/{bucket1}/collections/{collection1}/records/{record1}", '
             'headers=HEADERS)\n')
     samples = tmp_path / "samples.jsonl"
     samples.write_text("".join(json.dumps({"task_id": task["task_id"], "code": code}) + "\n"
                                for code in (task["reference_program"] + extra, task["reference_program"] + gone)))
-    done = run("evaluate", "--dataset", str(tmp_path / "a"), "--samples", str(samples), "--n-samples", "2",
+    done = run("evaluate", "--dataset", str(built), "--samples", str(samples), "--n-samples", "2",
                "--out", str(tmp_path / "wrong"))
     assert done.returncode == 0, done.stderr[-2000:]
     wrong = json.loads(next((tmp_path / "wrong").rglob("results.json")).read_text())

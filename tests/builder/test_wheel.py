@@ -14,10 +14,13 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("builder", "core", "evaluate", "scenarios", "cards")
 
 
+@pytest.mark.e2e  # .ci/run also builds the wheel and a dataset from it
 def test_a_dataset_builds_from_the_wheel(tmp_path):
     src = tmp_path / "src"
     src.mkdir()

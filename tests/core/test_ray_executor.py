@@ -96,6 +96,7 @@ def test_the_reference_scores_the_same_on_ray(builds, tmp_path):
     assert on_ray == local
 
 
+@pytest.mark.e2e  # verdicts are made in the worker on either executor; the reference above scores on Ray
 @needs_ray
 def test_samples_with_wrong_answers_score_the_same_on_ray(builds, tmp_path):
     dataset = builds[1]
@@ -180,6 +181,7 @@ def test_a_dead_actor_is_replaced_and_its_jobs_run_again_then_have_no_verdict(ra
     _wait_until_gone(SLOW)
 
 
+@pytest.mark.e2e  # a killed local worker's job (test_sandbox.py) runs by default
 @needs_ray
 def test_a_worker_killed_inside_an_actor_runs_its_job_again_on_a_fresh_one(ray_instance, small_tasks):
     case = small_tasks[0].test_cases[0]
@@ -255,6 +257,7 @@ def test_an_address_where_nothing_answers_is_named_at_once(builds, tmp_path, cap
     assert err.count("\n") == 1 and f"nothing answers at --ray-address 127.0.0.1:{port}" in err, err
 
 
+@pytest.mark.e2e  # the local executor's Ctrl-C (tests/evaluate/test_cli.py) runs by default
 @needs_ray
 def test_ctrl_c_stops_a_ray_run_and_its_jobs():
     """SIGINT, sent to a thread other than the one waiting for the batches, stops a run whose only job sleeps for

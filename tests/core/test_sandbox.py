@@ -267,6 +267,7 @@ def test_small_output_is_kept(sandbox, case):
     assert "hello from the program" in outcome.output
 
 
+@pytest.mark.e2e  # test_sandbox_adversarial.py runs clean programs among every hostile one in the default run
 def test_clean_verdict_does_not_depend_on_hostile_neighbours(small_tasks, sandbox):
     task = next(t for t in small_tasks if t.has_branch)
     ref = task.reference_program

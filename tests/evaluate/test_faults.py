@@ -222,6 +222,7 @@ def test_a_session_service_killed_under_a_job_makes_that_job_run_again(session_t
     nothing_left(run_tmp)
 
 
+@pytest.mark.e2e  # the executor runs a killed episode job again as it does a program job (above, default run)
 def test_the_session_service_killed_during_a_tools_mode_episode_changes_no_verdict(session_tasks, run_tmp,
                                                                                    tmp_path):
     dataset, tasks = session_tasks

@@ -1,6 +1,6 @@
 """Every scenario's frontier tier through the same checks, one test body each with the scenario as its parameter:
 its programs (deterministic, parsed, every fact stated, every mutant a program), and a build of it end to end
-through the real pipeline and sandbox (kept, passed by its reference in both modes, reproduced byte for byte, and
+through the real pipeline and sandbox (the session's in the default run, every tier's under e2e) (kept, passed by its reference in both modes, reproduced byte for byte, and
 failed by a program with a slip every task's world exposes).
 
 What is particular to one scenario (its populations, its world, its texts) is tested beside it:
@@ -144,50 +144,62 @@ def test_mutants_are_programs_and_attack_each_construct(tier, programs):
     assert {op for op in operators if op in MUST_KILL} == set(operators) - {"result", "argument"}
 
 
+# The builds: the session's in the default run, the others under e2e (.ci/run runs them). The build, the oracle
+# capture, mutation analysis and scoring are the same code for every tier; what is particular to a tier (its
+# programs, facts, mutants) is checked above for all three without a build.
+BUILT = [pytest.param(t, id=t.scenario, marks=() if t.scenario == "session" else pytest.mark.e2e) for t in TIERS]
+
+
+@pytest.fixture(scope="module", params=BUILT)
+def built_tier(request) -> Tier:
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def frontier_build(tier, tmp_path_factory):
-    out = tmp_path_factory.mktemp(f"{tier.scenario}-frontier") / "stateeval"
-    report = build(tier.config(out))
+def frontier_build(built_tier, tmp_path_factory):
+    out = tmp_path_factory.mktemp(f"{built_tier.scenario}-frontier") / "stateeval"
+    report = build(built_tier.config(out))
     return out, report
 
 
-def test_a_frontier_build_keeps_its_tasks_and_its_reference_passes(tier, frontier_build, tmp_path):
+def test_a_frontier_build_keeps_its_tasks_and_its_reference_passes(built_tier, frontier_build, tmp_path):
     out, report = frontier_build
     built, manifest = load_tasks(str(out))
     assert manifest["config"]["tier"] == "frontier" and manifest["config"]["difficulty"] == {"tier": "frontier"}
     assert "config_name: frontier" in (out / "README.md").read_text()
-    assert len(built) == tier.build["n"] and report["mutation"][tier.scenario]["score"] == 1.0
-    scenario = get_scenario(tier.scenario)
+    assert len(built) == built_tier.build["n"] and report["mutation"][built_tier.scenario]["score"] == 1.0
+    scenario = get_scenario(built_tier.scenario)
     for t in built:
-        assert [c.name for c in t.test_cases[:len(tier.profiles)]] == list(tier.profiles)
-        assert t.api_doc.startswith(tier.doc[0]) and all(words in t.api_doc for words in tier.doc[1:])
+        assert [c.name for c in t.test_cases[:len(built_tier.profiles)]] == list(built_tier.profiles)
+        assert t.api_doc.startswith(built_tier.doc[0]) and all(words in t.api_doc for words in built_tier.doc[1:])
         assert scenario.task_tier(t) == "frontier"
         assert t.mutation["killed"] + t.mutation["equivalent"] == t.mutation["mutants"]
-        assert tier.calls <= set(t.api_calls) and t.num_api_calls >= tier.least_calls
+        assert built_tier.calls <= set(t.api_calls) and t.num_api_calls >= built_tier.least_calls
         assert t.num_api_calls == len(t.api_calls) == len(json.loads(t.test_cases[0].trace)["calls"])
     rows = table1(built, frontier=True)
-    assert rows[tier.scenario]["api_calls"]["mean"] >= tier.mean_calls
-    assert rows[tier.scenario]["pair_coverage"] is None
+    assert rows[built_tier.scenario]["api_calls"]["mean"] >= built_tier.mean_calls
+    assert rows[built_tier.scenario]["pair_coverage"] is None
     assert pass_at_1(out, tmp_path / "code", "--model", "reference", "--mode", "code") == 1.0
     # tools mode replays the reference call by call, a turn each: two tasks here, every task under e2e (below)
     assert pass_at_1(out, tmp_path / "tools", "--model", "reference", "--mode", "tools", "--limit", "2") == 1.0
 
 
 @pytest.mark.e2e
-def test_the_reference_passes_every_task_of_a_frontier_build_in_tools_mode(tier, frontier_build, tmp_path):
+def test_the_reference_passes_every_task_of_a_frontier_build_in_tools_mode(built_tier, frontier_build, tmp_path):
     assert pass_at_1(frontier_build[0], tmp_path, "--model", "reference", "--mode", "tools") == 1.0
 
 
-def test_the_same_seed_gives_the_same_bytes(tier, frontier_build, tmp_path):
+@pytest.mark.e2e  # builds are byte-checked by default in test_stream.py and on Ray
+def test_the_same_seed_gives_the_same_bytes(built_tier, frontier_build, tmp_path):
     out, _ = frontier_build
-    build(tier.config(tmp_path / "again"))
+    build(built_tier.config(tmp_path / "again"))
     assert content_hash(tmp_path / "again") == content_hash(out)
 
 
-def test_a_program_with_a_slip_the_world_exposes_fails(tier, frontier_build, tmp_path):
+def test_a_program_with_a_slip_the_world_exposes_fails(built_tier, frontier_build, tmp_path):
     out, _ = frontier_build
     built, _ = load_tasks(str(out))
-    slipped = {t.task_id: t.reference_program.replace(*tier.slip) for t in built}
+    slipped = {t.task_id: t.reference_program.replace(*built_tier.slip) for t in built}
     assert all(code != t.reference_program for code, t in zip(slipped.values(), built))
     samples = samples_file(tmp_path / "slipped.jsonl", slipped)
     assert pass_at_1(out, tmp_path / "scores", "--samples", str(samples)) == 0.0
