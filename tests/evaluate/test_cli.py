@@ -458,7 +458,7 @@ def test_every_run_is_kept_and_results_json_is_the_latest(small_dataset, rows, t
     kept = []
     for timeout in ("10", "20", "20"):
         proc = evaluate("--samples", str(samples), "--dataset", str(small_dataset), "--out", str(out),
-                        "--workers", "2", "--timeout", timeout, hf_cache=hf_cache)
+                        "--workers", "2", "--timeout", timeout, "--limit", "3", hf_cache=hf_cache)
         assert proc.returncode == 0, proc.stderr
         match = re.search(r"^kept this run as (\S+\.json)$", proc.stdout, re.M)
         assert match, proc.stdout

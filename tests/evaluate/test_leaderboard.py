@@ -101,6 +101,7 @@ def test_samples_run_packages_its_samples_file_as_the_generations(lb):
     assert [(g["task_id"], g["code"]) for g in gens] == [(s["task_id"], s["code"]) for s in given]
 
 
+@pytest.mark.e2e  # variants ranked apart: test_leaderboard_modes.py, by default
 def test_a_vague_run_is_submitted_from_the_command_line_and_validates(lb, sandbox, tmp_path):
     out = tmp_path / "results"
     ok(cli("evaluate", "--samples", lb.samples["zeta"], "--variant", "vague", "--dataset", lb.dataset_v1,

@@ -207,6 +207,7 @@ def _evaluate(args):
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
+@pytest.mark.e2e  # a killed code-mode run resumes from the same cache by default (test_models.py)
 def test_a_killed_tools_run_resumes_without_asking_again_for_a_turn_it_had(small_dataset, small_tasks, scripts,
                                                                               tmp_path):
     tasks = small_tasks[:3]

@@ -85,6 +85,7 @@ def counted(monkeypatch):
     return calls
 
 
+@pytest.mark.e2e  # test_cli.py's --plot test draws from a finished run by default
 def test_plot_on_a_finished_run_draws_from_its_results(small_dataset, tmp_path, counted):
     """A run scored once; the same command with --plot draws the figures from its results.json and starts no
     sandbox, while a changed setting (another time limit) is a new run and is scored."""

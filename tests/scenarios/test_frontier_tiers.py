@@ -1,7 +1,8 @@
 """Every scenario's frontier tier through the same checks, one test body each with the scenario as its parameter:
 its programs (deterministic, parsed, every fact stated, every mutant a program), and a build of it end to end
-through the real pipeline and sandbox (the session's in the default run, every tier's under e2e) (kept, passed by its reference in both modes, reproduced byte for byte, and
-failed by a program with a slip every task's world exposes).
+through the real pipeline and sandbox: kept, passed by its reference in both modes, reproduced byte for byte, and
+failed by a program with a slip every task's world exposes (the voice tier's build in the default run, every
+tier's under e2e).
 
 What is particular to one scenario (its populations, its world, its texts) is tested beside it:
 `test_tensor_frontier.py`, `test_voice_frontier.py` and `tests/builder/test_frontier.py` (the session's)."""
@@ -144,10 +145,10 @@ def test_mutants_are_programs_and_attack_each_construct(tier, programs):
     assert {op for op in operators if op in MUST_KILL} == set(operators) - {"result", "argument"}
 
 
-# The builds: the session's in the default run, the others under e2e (.ci/run runs them). The build, the oracle
-# capture, mutation analysis and scoring are the same code for every tier; what is particular to a tier (its
-# programs, facts, mutants) is checked above for all three without a build.
-BUILT = [pytest.param(t, id=t.scenario, marks=() if t.scenario == "session" else pytest.mark.e2e) for t in TIERS]
+# The builds: the voice tier's (the quickest) in the default run, the others under e2e (.ci/run runs them). The
+# build, the oracle capture, mutation analysis and scoring are the same code for every tier; what is particular to
+# a tier (its programs, facts, mutants) is checked above for all three without a build.
+BUILT = [pytest.param(t, id=t.scenario, marks=() if t.scenario == "voice" else pytest.mark.e2e) for t in TIERS]
 
 
 @pytest.fixture(scope="module", params=BUILT)

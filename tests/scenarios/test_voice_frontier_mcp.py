@@ -45,6 +45,7 @@ def _episode(case, folder, calls, submit) -> dict:
     return out
 
 
+@pytest.mark.e2e  # an MCP client completes voice tasks by default (test_mcp_episode.py)
 def test_the_reference_done_over_mcp_passes_every_test_case(traced, tmp_path):
     tasks, scripts = traced
     refused = 0
