@@ -1,4 +1,4 @@
-"""Time one test case of a scenario built from a service file (Kinto by default) in a warm sandbox worker.
+"""Time one test case of a scenario built from a service file in a warm sandbox worker.
 
 Registers the service file, fuzzes `--programs` programs of it, then runs their reference programs over and over
 (`--cases` test cases in all) through `core.sandbox.worker.Runner.run_job` (with no uid drop), what a warm worker
@@ -11,7 +11,7 @@ Prints the median and p90 milliseconds per test case, and the CPU time per test 
 that ran the programs and of the service process (less sensitive to the machine's load than the wall clock); with
 `--profile`, where the wall time goes (reset and population, the snapshot's reads, the rest), on the same jobs.
 
-  python scripts/bench_rest.py --cases 200
+  python scripts/bench_rest.py --service NAME --cases 200      (NAME: a service file shipped with StateEval)
   python scripts/bench_rest.py --service path/to/service.toml --profile
 """
 
@@ -34,7 +34,7 @@ from core.sandbox.harness import Limits  # noqa: E402
 from core.sandbox.protocol import ProgramRequest, WireCase  # noqa: E402
 from scripts.bench_session import time_jobs  # noqa: E402
 
-TARGET_MS = 50.0  # median per Kinto test case on a warm worker
+TARGET_MS = 50.0  # median per test case on a warm worker
 
 
 def programs(name: str, n: int, seed: int) -> list[tuple[str, dict]]:
@@ -81,8 +81,8 @@ def cpu_ms(pid: int | None = None) -> dict[str, float]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--service", default="kinto",
-                   help="a service file's path, or the name of one that comes with StateEval (default kinto)")
+    p.add_argument("--service", required=True,
+                   help="a service file's path, or the name of one that comes with StateEval")
     p.add_argument("--cases", type=int, default=200, help="test cases to time (default 200)")
     p.add_argument("--programs", type=int, default=40, help="programs fuzzed to cycle through (default 40)")
     p.add_argument("--seed", type=int, default=0)
