@@ -22,7 +22,7 @@ from builder.config import BuildConfig, rng_for
 from builder.facts import Fact
 from builder.translate import PROSE_RESULTS, PROSE_RESULT_ONE, _sentence
 from core.records import TestCase
-from scenarios.base import FRONTIER, Call, State
+from scenarios.base import FRONTIER, Call, State, join_words
 from scenarios.grammar import Mutation, Plan, Result
 
 RESULT_STEPS = ("set `RESULT` to the list of {items}, in this order",
@@ -114,7 +114,7 @@ class FrontierProgram(BaseProgram):
         lines = [self.plan.intro[variant]]
         sentences = [s for step in self.plan.steps for s in step.texts[variant]]
         items = [r.phrases[variant] for r in self.results]
-        listed = items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+        listed = join_words(items)
         if variant == "steps":
             sentences.append(_sentence("Finally, " + rng.choice(RESULT_STEPS).format(items=listed)))
             lines += [f"{k}. {s}" for k, s in enumerate(sentences, 1)]

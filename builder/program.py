@@ -31,7 +31,7 @@ from builder.fuzz import CoverageRecorder, step
 from builder.translate import (BRANCH_PHRASES, CONNECTORS, JOINERS, OPENERS, PROSE_CONNECTORS, PROSE_EMPTY,
                                PROSE_OPENERS, PROSE_RESULT_ONE, PROSE_RESULTS, RESULT_PHRASES, _sentence, ordinal)
 from core.records import TestCase
-from scenarios.base import PAPER, STEPS, Call, Condition, Scenario, State, join_names
+from scenarios.base import PAPER, STEPS, Call, Condition, Scenario, State, join_names, join_words
 
 COND = "COND"
 
@@ -380,7 +380,7 @@ class Program(BaseProgram):
                 return _sentence(rng.choice(PROSE_EMPTY))
             if len(items) == 1:
                 return _sentence(rng.choice(PROSE_RESULT_ONE).format(item=items[0]))
-            listed = ", ".join(items[:-1]) + " and " + items[-1]
+            listed = join_words(items)
             return _sentence(rng.choice(PROSE_RESULTS).format(items=listed))
 
         lines = [scenario.describe_init(self.declarations())]

@@ -202,11 +202,15 @@ def setup_block(lines: list[str], constants: dict[str, Any]) -> str:
     return "\n".join(lines + [f"{k} = {v!r}" for k, v in constants.items()]) + "\n"
 
 
+def join_words(items: Sequence[str]) -> str:
+    """"a", "a and b", "a, b and c"."""
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def join_names(names: Sequence[str]) -> str:
-    quoted = [f"`{n}`" for n in names]
-    if len(quoted) <= 1:
-        return "".join(quoted)
-    return ", ".join(quoted[:-1]) + " and " + quoted[-1]
+    return join_words([f"`{n}`" for n in names])
 
 
 # --------------------------------------------------------------------------------------------- scenario

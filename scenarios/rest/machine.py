@@ -18,7 +18,7 @@ import random
 from functools import cached_property
 
 from scenarios.base import (API, INIT, PAPER, Asset, Call, Condition, Scenario, State, Var, canonical_json,
-                            join_names, setup_block)
+                            join_names, join_words, setup_block)
 from scenarios.rest import fields
 from scenarios.rest.model import (ASSET, Model, draw, is_item, path_parameters, population, resource,
                                   template_match)
@@ -329,10 +329,6 @@ def _remember(state: State, api: OperationAPI, inputs: tuple, out: str, values: 
         known[inputs[0]] = fields.after(known.get(inputs[0], []), body, api.op.method)
 
 
-def _join(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
 def _keys(keys):
     return None if keys is None else tuple(keys)
 
@@ -494,7 +490,7 @@ class RestScenario(Scenario):
         for (res, parent), n in counts.items():
             kind = name_of(res, self.model.operations).replace("_", " ")
             held.append(f"{n} {kind}{'s' if n > 1 else ''} in `{parent}` that the setup does not name")
-        exists = f" The service already holds {_join(held)}." if held else ""
+        exists = f" The service already holds {join_words(held)}." if held else ""
         return (f"The setup block sets `BASE_URL` to the address of the {self.name} service and `HEADERS` to the "
                 f"headers every request sends, and defines {join_names(state.inits)}.{exists}")
 

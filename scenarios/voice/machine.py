@@ -20,7 +20,8 @@ import math
 from pathlib import Path
 
 from scenarios.base import (
-    FRONTIER, PAPER, API, Asset, Call, Condition, Scenario, State, Var, compare_plain, join_names, setup_block,
+    FRONTIER, PAPER, API, Asset, Call, Condition, Scenario, State, Var, compare_plain, join_names, join_words,
+    setup_block,
 )
 from scenarios.voice.tools import (
     CATEGORIES,
@@ -63,10 +64,6 @@ def _voice_values(call: Call) -> dict[str, tuple[str, ...]]:
     if call.args["index"] is None:
         return {}
     return {"voice position": (f"{ORDINALS[call.args['index']]} voice",)}
-
-
-def _and(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 # How natural and vague texts name each voice setting: (natural, vague); `values` accepts either.
@@ -223,14 +220,14 @@ class TextToSpeech(API):
             d["settings_text"] = ", using the default voice settings"
         else:
             said = [f"{k.replace('_', ' ')} {v}" for k, v in settings.items()]
-            text = said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1]
+            text = join_words(said)
             rest = " (other settings at their defaults)" if len(settings) < len(SETTINGS) else ""
             d["settings_text"] = f", using {text}{rest}"
         for variant, k, lead, rest in (("natural", 0, ", with voice settings ", " (the others at their defaults)"),
                                        ("vague", 1, ", tuned to ", " (everything else left as it is)")):
             said = [f"{SETTING_WORDS[key][k]} {v}" for key, v in settings.items()]
             tail = rest if len(settings) < len(SETTINGS) else ""
-            d[f"settings_{variant}"] = f"{lead}{_and(said)}{tail}" if said else ""
+            d[f"settings_{variant}"] = f"{lead}{join_words(said)}{tail}" if said else ""
         return d
 
 
@@ -528,7 +525,7 @@ class VoiceScenario(Scenario):
             parts.append(f"the phone number{'s' if len(phones) > 1 else ''} {join_names(phones)}")
         text = f"The setup block loads the recorded speech {join_names(by_type[SPEECH])}"
         if parts:
-            text += " and defines " + (parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1])
+            text += " and defines " + join_words(parts)
         return text + "."
 
     def api_doc(self, tier: str = PAPER):

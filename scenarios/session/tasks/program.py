@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import random
 
-from scenarios.base import VARIANTS, join_names
+from scenarios.base import VARIANTS, join_names, join_words
 from scenarios.grammar import Mutation, Plan, Result, Step
 from scenarios.session import words
 from scenarios.session.tasks import populations, steps
@@ -83,7 +83,7 @@ def _intro(d: Draw) -> dict[str, str]:
                      + join_names(d.emails))
     if d.title:
         parts.append("the title `title1`")
-    text = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
+    text = join_words(parts)
     line = (f"The setup block sets `BASE_URL` to the address of the session service (frontier tier: paged "
             f"listings and versioned writes), which already holds many sessions, and defines {text}.")
     return {v: line for v in VARIANTS}
