@@ -20,7 +20,6 @@ from typing import Any
 from scenarios.rest.schema import Schema
 
 Path = tuple[str, ...]
-FREE_FORM_KEYS = ("title", "note", "label")  # what `scenarios.rest.model.draw` puts in an object of no properties
 UPDATES = ("PUT", "PATCH")  # the methods a program may confuse, one replacing and one merging
 
 
@@ -67,7 +66,8 @@ def _is_object(schema: Schema | None) -> bool:
 
 
 def _drawn_keys(schema: Schema | None, top: tuple[str, ...] | None, depth: int) -> tuple[str, ...] | None:
-    """The keys `draw` gives an object of this schema (None: two of FREE_FORM_KEYS, which ones drawn)."""
+    """The keys `draw` gives an object of this schema (None: two of `scenarios.rest.model.FREE_FORM_KEYS`, which ones
+    drawn)."""
     if not schema.properties:
         return None
     return tuple(k for k in schema.properties if depth > 0 or top is None or k in top)

@@ -38,6 +38,7 @@ from scenarios.rest.servicefile import ServiceFile
 ASSET = "population"  # the asset that holds a test case's population seed (`RestWorld.reset` reads it)
 PARAM = re.compile(r"\{[^}]*\}")
 MAX_DEPTH = 4  # how deep into an answer the id is looked for, and how deep bodies are drawn
+FREE_FORM_KEYS = ("title", "note", "label")  # two of these, drawn, make an object of no properties
 STRING_DEPTH = 3
 
 
@@ -92,7 +93,7 @@ def draw(schema: Schema | None, rng: random.Random, keys: tuple[str, ...] | None
             return {}
         props = schema.properties
         if not props:
-            return {name: rng.choice(draws.WORDS) for name in rng.sample(("title", "note", "label"), 2)}
+            return {name: rng.choice(draws.WORDS) for name in rng.sample(FREE_FORM_KEYS, 2)}
         names = [k for k in props if keys is None or k in keys]
         return {k: draw(props[k], rng, None, depth + 1) for k in names}
     if kind == "array":
