@@ -340,8 +340,8 @@ def _fill(op: Operation, known: dict) -> str | None:
 
 def _working_body(model: Model, op: Operation, path: str, rng: random.Random, service):
     """The top-level keys of a body the service accepts for `op` (None: every declared one) and the status it
-    answered, False when none does. Only creators are tried for real (a POST's answer is harmless); updates and deletes of the population
-    are tried too, and the service is reset afterwards by `probe`."""
+    answered, False when none does. Only creators are tried for real (a POST's answer is harmless); updates and
+    deletes of the population are tried too, and the service is reset afterwards by `probe`."""
     schema = op.body.schema
     props = list(schema.properties)
     shapes: list[list[str] | None] = [None]
