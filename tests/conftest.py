@@ -9,6 +9,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,6 +22,10 @@ from typing import Iterator
 # process exits. A forked child that exits normally leaves it to the process that made it.
 HF_CACHE = tempfile.mkdtemp(prefix="stateeval-hf-cache-")
 os.environ["HF_DATASETS_CACHE"] = HF_CACHE
+# Compiled modules are written beside the sources (in __pycache__, which git ignores) even where the environment
+# says PYTHONDONTWRITEBYTECODE: the suite starts hundreds of interpreters (sandbox workers, command lines), and each
+# would otherwise compile the project anew; they read what this process wrote.
+sys.dont_write_bytecode = False
 _MAKER = os.getpid()
 atexit.register(lambda: os.getpid() == _MAKER and shutil.rmtree(HF_CACHE, ignore_errors=True))
 
@@ -38,6 +43,17 @@ def small_build(tmp_path_factory):
     out = tmp_path_factory.mktemp("ds") / "stateeval"
     report = build(BuildConfig(out=str(out), **SMALL))
     return out, report
+
+
+@pytest.fixture(scope="session")
+def sandbox():
+    """Two workers with the default limits, started once for every test that only needs a sandbox to score in:
+    their start-up (each imports torch for the first tensor job) is much of a small module's time. A module that
+    needs other limits, or workers of its own, starts its own."""
+    from core.sandbox.harness import Sandbox
+
+    with Sandbox(2) as box:
+        yield box
 
 
 @pytest.fixture(scope="session")

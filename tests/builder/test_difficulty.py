@@ -18,7 +18,6 @@ from builder.fuzz import CoverageRecorder
 from builder.pipeline import build, make_cases
 from builder.program import COND, generate_program
 from builder.translate import VARIANTS, TemplateTranslator
-from core.sandbox.harness import Sandbox
 from evaluate.run import _difficulty
 from evaluate.scoring import score
 from scenarios import get_scenario
@@ -119,7 +118,7 @@ def test_each_path_is_taken_by_its_test_case_and_computes_what_the_fuzzer_predic
                     assert canonical_json(_plain(name, ns[var.name])) == canonical_json(_predicted(name, var.value))
 
 
-def test_nested_build_keeps_tasks_whose_reference_passes_every_path(tmp_path):
+def test_nested_build_keeps_tasks_whose_reference_passes_every_path(tmp_path, sandbox):
     """The real pipeline: oracles captured in the sandbox for every path, and the reference scores 100%."""
     out = tmp_path / "nested"
     config = BuildConfig(scenarios=["tensor"], n=5, seed=7, out=str(out), created_at="2026-01-01", workers=2,
@@ -140,8 +139,7 @@ def test_nested_build_keeps_tasks_whose_reference_passes_every_path(tmp_path):
         assert len(labels) >= len(ifs) + 1, (t.task_id, labels)
         nested_tasks += len(ifs) > 1
     assert nested_tasks >= 2
-    with Sandbox(2) as sandbox:
-        results = score(tasks, {t.task_id: [t.reference_program] for t in tasks}, sandbox)
+    results = score(tasks, {t.task_id: [t.reference_program] for t in tasks}, sandbox)
     assert [r.status for r in results] == ["pass"] * len(tasks), [r.error for r in results if r.status != "pass"]
 
 

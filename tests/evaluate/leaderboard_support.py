@@ -74,13 +74,12 @@ def wrong_samples(dataset: Path, path: Path, wrong_every: int) -> Path:
     return path
 
 
-def board(small_dataset: Path, tmp_path_factory) -> Board:
-    """The shared board (made on first use)."""
+def board(small_dataset: Path, sandbox, tmp_path_factory) -> Board:
+    """The shared board (made on first use); its submissions validated in `sandbox`."""
     if "board" in _BOARD:
         return _BOARD["board"]
     from builder.config import BuildConfig
     from builder.pipeline import build
-    from core.sandbox.harness import Sandbox
     from evaluate.leaderboard import submit, validate
 
     work = tmp_path_factory.mktemp("leaderboard")
@@ -111,11 +110,10 @@ def board(small_dataset: Path, tmp_path_factory) -> Board:
                           samples=samples["beta"], root=root)
     subs["reference-v2"] = submit(runs["reference-v2"], "Reference replay v2", org="StateEval", weights="open",
                                   root=root)
-    with Sandbox(2) as sandbox:
-        for label, folder in subs.items():
-            dataset = v2 if label.endswith("v2") else small_dataset
-            report = validate(folder, str(dataset), sandbox=sandbox)
-            assert report.ok, report.format()
+    for label, folder in subs.items():
+        dataset = v2 if label.endswith("v2") else small_dataset
+        report = validate(folder, str(dataset), sandbox=sandbox)
+        assert report.ok, report.format()
     _BOARD["board"] = Board(work, Path(small_dataset), v2, runs, samples, root, subs)
     return _BOARD["board"]
 

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from core.sandbox.harness import Sandbox
 from evaluate.leaderboard import SubmissionError, build, load_submission, submit, validate
 from evaluate.leaderboard.board import (
     BuildReport,
@@ -35,16 +34,8 @@ from tests.evaluate.leaderboard_support import cli, expected_pass1, ok
 
 
 @pytest.fixture(scope="module")
-def lb(small_dataset, tmp_path_factory):
-    return make_board(Path(small_dataset), tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def sandbox():
-    """One sandbox for this module's re-scoring in process, as `validate` reuses an open one (the command line's
-    `validate` starts its own)."""
-    with Sandbox(2) as box:
-        yield box
+def lb(small_dataset, sandbox, tmp_path_factory):
+    return make_board(Path(small_dataset), sandbox, tmp_path_factory)
 
 
 def copy(src: Path, dest: Path) -> Path:

@@ -121,9 +121,9 @@ class WebDriver:
 
 
 @pytest.fixture(scope="module")
-def page(small_dataset, tmp_path_factory):
+def page(small_dataset, sandbox, tmp_path_factory):
     chromium, driver = _browser()
-    lb = make_board(Path(small_dataset), tmp_path_factory)
+    lb = make_board(Path(small_dataset), sandbox, tmp_path_factory)
     out = tmp_path_factory.mktemp("site")
     ok(cli("evaluate.leaderboard", "build", "--out", out, "--root", lb.root))
     browser = WebDriver(driver, chromium, tmp_path_factory.mktemp("chromium") / "profile")

@@ -8,18 +8,10 @@ import json
 
 import pytest
 
-from core.sandbox.harness import Sandbox
 from evaluate.diagnosis import METRICS
 from evaluate.episodes import CODE, EXPLORE, TOOLS
 from evaluate.leaderboard import build, load_submission, submit, validate
 from evaluate.run import EvalConfig, run
-
-
-@pytest.fixture(scope="module")
-def sandbox():
-    """One sandbox for this module's validations (`validate` reuses an open one)."""
-    with Sandbox(2) as box:
-        yield box
 
 
 @pytest.fixture(scope="module")

@@ -23,10 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def scripts(small_tasks):
+def scripts(small_tasks, sandbox):
     """The reference's tool calls on every test case of the small tensor build."""
-    with Sandbox(2) as sandbox:
-        return trace_references(small_tasks, sandbox)
+    return trace_references(small_tasks, sandbox)
 
 
 def _find(body: dict, tasks) -> tuple:

@@ -1,4 +1,4 @@
-"""Fixtures of the scenario tests: one warm sandbox for all of them, and a small build of a module's scenario."""
+"""Fixtures of the scenario tests: a small build of a module's scenario (the warm sandbox is tests/conftest.py's)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import pytest
 
 from builder.config import BuildConfig
 from builder.pipeline import build
-from core.sandbox.harness import Sandbox
 from tests.conftest import SMALL
 
 
@@ -16,13 +15,6 @@ def _no_proxy(monkeypatch):
     drop these too)."""
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture(scope="session")
-def sandbox():
-    """Two workers, started once for every module here (their start-up is much of a small module's time)."""
-    with Sandbox(2) as box:
-        yield box
 
 
 def small_build_of(tmp_path_factory, scenario: str) -> tuple[dict, list]:
