@@ -5,7 +5,7 @@ what several operations share.
 
 An operation's text: its summary and description (the description cut at MAX_DESCRIPTION characters); its
 parameters in the path, the query and the headers (cookies left out, and so are the headers the service file sends
-with every request), each with its type, whether it is required, and its description, allowed values, format and
+with every request), each with its type, `required` where it is, and its description, allowed values, format and
 pattern where the document gives them; the request body's shape; each response status with its description and the
 answer's shape. A shape is one line (`{data: object, permissions: {read: [string], write: [string]}}`), MAX_DEPTH
 levels deep at most and cut at MAX_SHAPE characters. A shape that SHARED operations or more use (an error answer,
@@ -134,7 +134,7 @@ class Documentation:
 
     def parameter(self, p: Parameter) -> str:
         s = p.schema
-        facts = [p.location, shape(s, 1), "required" if p.required else "optional"]
+        facts = [p.location, shape(s, 1), *(["required"] if p.required else [])]
         if s.pattern:
             facts.append(f"pattern `{s.pattern}`")
         if s.default is not None:

@@ -503,9 +503,9 @@ class RestScenario(Scenario):
                  "Send every request to `BASE_URL` + the path, with `headers=HEADERS`, using `requests`. Bodies are "
                  "JSON (`json=...`). A request's answer is its JSON body (`response.json()`), error answers "
                  "included; a new item's id is where its creator's entry says. Each operation lists its parameters "
-                 "(path, query and header ones; `HEADERS` already holds the headers every request needs), its body "
-                 "and its answers by status code, with their shapes (`{key: type}`, `[type]` a list, `?` an "
-                 "optional key).", "", *doc.preamble()]
+                 "(path, query and header ones, optional unless marked required; `HEADERS` already holds the headers "
+                 "every request needs), its body and its answers by status code, with their shapes (`{key: type}`, "
+                 "`[type]` a list, `?` an optional key).", "", *doc.preamble()]
         for api in self.operation_apis:
             lines += [f"## `{api.op.method} {api.op.path}`", *described(api.op, self.model, doc), ""]
         return "\n".join(lines)

@@ -47,8 +47,8 @@ def test_an_operation_shows_its_parameters_body_and_answers_and_shared_things_on
     lines = doc.operation(get)
     assert lines[0] == "Read an item."
     assert "- `id` (path, string, required)" in lines
-    assert "- `fields` (query, [string], optional): Fields to answer." in lines
-    assert '- `If-Match` (header, string, optional, pattern `^"[0-9]+"$`)' in lines
+    assert "- `fields` (query, [string]): Fields to answer." in lines
+    assert '- `If-Match` (header, string, pattern `^"[0-9]+"$`)' in lines
     assert not any("Authorization" in line or "session" in line for line in lines), "sent by the file; a cookie"
     # the error shape both operations answer, and the statuses that mean the same in both, are said once
     assert "- `Shape1` = `{code: integer, message?: string}`" in doc.preamble()
