@@ -24,7 +24,8 @@ from scenarios.rest.model import (ASSET, Model, draw, is_item, path_parameters, 
                                   template_match)
 from scenarios.rest.openapi import Operation
 from scenarios.rest.servicefile import ServiceFile
-from scenarios.rest.tools import kept_operations, sends_body, tool_spec
+from scenarios.rest.doc import Documentation
+from scenarios.rest.tools import described, documentation, kept_operations, sends_body, tool_spec
 
 BODY, ANSWER, STATUS = "body", "answer", "status"
 GONE = "gone"  # state.extra: the names of resources deleted
@@ -495,26 +496,27 @@ class RestScenario(Scenario):
                 f"headers every request sends, and defines {join_names(state.inits)}.{exists}")
 
     def api_doc(self, tier: str = PAPER) -> str:
-        model = self.model
+        """The kept operations' documentation (`scenarios.rest.doc`), each as its tool describes it, after a preamble
+        of what several share."""
+        doc = self.documentation
         lines = [f"# The {self.name} service", "",
                  "Send every request to `BASE_URL` + the path, with `headers=HEADERS`, using `requests`. Bodies are "
                  "JSON (`json=...`). A request's answer is its JSON body (`response.json()`), error answers "
-                 "included; a new item's id is where its creator's entry says.", ""]
+                 "included; a new item's id is where its creator's entry says. Each operation lists its parameters "
+                 "(path, query and header ones, optional unless marked required; `HEADERS` already holds the headers "
+                 "every request needs), its body and its answers by status code, with their shapes (`{key: type}`, "
+                 "`[type]` a list, `?` an optional key).", "", *doc.preamble()]
         for api in self.operation_apis:
-            op = api.op
-            lines.append(f"## `{op.method} {op.path}`")
-            if api.what:
-                lines.append(api.what[0].upper() + api.what[1:] + ".")
-            if api.params:
-                lines.append("Path parameters: " + ", ".join(f"`{p}`" for p in api.params) + ".")
-            if api.kind == "create":
-                lines.append(f"Answers the new item; its id is `{'.'.join(model.id_fields[op.id])}`.")
-            lines.append("")
+            lines += [f"## `{api.op.method} {api.op.path}`", *described(api.op, self.model, doc), ""]
         return "\n".join(lines)
+
+    @cached_property
+    def documentation(self) -> Documentation:
+        return documentation(self.model)
 
     def tool_specs(self, tier: str = PAPER):
         """One tool per kept operation (`tool_spec`), as the world serves them."""
-        return [tool_spec(api.op, self.model) for api in self.operation_apis]
+        return [tool_spec(api.op, self.model, self.documentation) for api in self.operation_apis]
 
     def scratch_assets(self, assets, rng):
         return [{**a, "meta": canonical_json({"seed": rng.getrandbits(31)})} if a["kind"] == ASSET else a

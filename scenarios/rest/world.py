@@ -40,7 +40,7 @@ from scenarios.rest.process import Service
 from scenarios.rest.proxy import Exchange, Proxy
 from scenarios.rest.learned import made_up
 from scenarios.rest.servicefile import ServiceFile
-from scenarios.rest.tools import kept_operations, tool_spec
+from scenarios.rest.tools import header_arguments, kept_operations, tool_spec
 
 UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 DATE = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?")
@@ -235,8 +235,9 @@ class RestWorld(World):
         return {shown: value for value, shown in self.masker(self.made).names.items()}
 
     def _call(self, namespace: dict, name: str, arguments: dict):
-        """Send the operation's request with the file's headers; a path parameter may also be a made-up value as
-        the answers show it (`<made-2>`), which stands for the value it replaced in this run."""
+        """Send the operation's request with the file's headers and its header parameters given; a path parameter
+        may also be a made-up value as the answers show it (`<made-2>`), which stands for the value it replaced in
+        this run."""
         op = self._ops[name]
         real = self._real()
         path = op.path
@@ -245,15 +246,20 @@ class RestWorld(World):
                 raise ValueError(f"missing path parameter {p!r}")
             value = real.get(arguments[p], arguments[p]) if isinstance(arguments[p], str) else arguments[p]
             path = path.replace("{" + p + "}", quote(str(value), safe=""), 1)
+        offered = self._tools.specs[name].parameters["properties"]
         query = {p.name: arguments[p.name] for p in op.parameters if p.location == "query" and p.name in arguments}
-        body = arguments.get("body") if "body" in self._tools.specs[name].parameters["properties"] else None
+        headers = {**namespace["service_headers"](), **{p.name: str(arguments[p.name]) for p in op.parameters
+                                                        if p.location == "header" and p.name in offered
+                                                        and p.name in arguments}}
+        body = arguments.get("body") if "body" in offered else None
         response = requests.request(op.method, namespace["service_url"]() + path, params=query or None, json=body,
-                                    headers=namespace["service_headers"](), timeout=TOOL_TIMEOUT_S)
+                                    headers=headers, timeout=TOOL_TIMEOUT_S)
         return {"status": response.status_code, "body": answer_body(response)}
 
     def trace_as_tools(self, namespace: dict, tracer: Tracer) -> None:
-        """The reference's `requests` calls, matched to the operation their method and path name. Ids come back
-        as copies parsed out of the answers, so the tracer names arguments and RESULT items by equal value."""
+        """The reference's `requests` calls, matched to the operation their method and path name, with the header
+        parameters it passed beyond the file's headers. Ids come back as copies parsed out of the answers, so the
+        tracer names arguments and RESULT items by equal value."""
         specs = self.tools().specs
         tracer.by_value = True
         for method in ("get", "post", "put", "patch", "delete"):
@@ -267,6 +273,7 @@ class RestWorld(World):
                     raise ValueError(f"{_method} {path} is no operation served as a tool")
                 arguments = dict(zip(path_parameters(op), map(unquote, template_match(op.path, path) or [])))
                 arguments.update(kwargs.get("params") or {})
+                arguments.update(header_arguments(specs[op.id], op, kwargs.get("headers"), self.file.headers))
                 if kwargs.get("json") is not None:
                     arguments["body"] = kwargs["json"]
                 tracer.record(specs[op.id], arguments, {"status": response.status_code,

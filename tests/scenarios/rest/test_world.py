@@ -111,3 +111,50 @@ def test_a_job_under_which_the_service_dies_says_so_and_the_next_finds_it_again(
         assert world.service.process.pid != pid and world.intact()
     finally:
         runner.close()
+
+
+def test_a_header_parameter_of_a_tool_reaches_the_service_and_a_traced_program_passes_it_as_one(tmp_path,
+                                                                                                  monkeypatch):
+    import json
+
+    import requests
+
+    from core.sandbox.worker import execute_calls
+    from scenarios.rest.servicefile import load
+    from scenarios.rest.world import RestWorld
+    from tests.scenarios.rest.conftest import FAKE_SPEC, write_service
+
+    spec = json.loads(json.dumps(FAKE_SPEC))
+    spec["paths"]["/headers"] = {"get": {"operationId": "echo_headers", "parameters": [
+        {"name": "X-Tag", "in": "header", "schema": {"type": "string"}},
+        {"name": "Authorization", "in": "header", "schema": {"type": "string"}}],
+        "responses": {"200": {"description": "the request's headers"}}}}
+    file = load(write_service(tmp_path, tables={"files": {"openapi.json": json.dumps(spec)},
+                                                "headers": {"Authorization": "Basic dG9rZW4="}}))
+    monkeypatch.setattr(requests.Session, "request", requests.Session.request)  # the world patches it
+    world = RestWorld(file)
+    try:
+        case = {"assets": [], "setup_code": "BASE_URL = service_url()\nHEADERS = service_headers()\n"}
+        offered = world.tools().specs["echo_headers"].parameters["properties"]
+        assert "X-Tag" in offered and "Authorization" not in offered, "the file's headers are not offered again"
+        world.reset(case)
+        report = execute_calls(world, [{"name": "echo_headers", "arguments": {"X-Tag": "blue"}}], ["r1"], case)
+        sent = report["calls"][0]["value"]["body"]
+        assert sent["X-Tag"] == "blue" and sent["Authorization"] == "Basic dG9rZW4=", report
+
+        class Recorder:
+            by_value, calls = False, []
+
+            def record(self, spec, arguments, value):
+                self.calls.append((spec.name, arguments))
+
+        tracer = Recorder()
+        namespace = world.namespace(case)
+        monkeypatch.setattr(requests, "get", requests.get)  # trace_as_tools patches it
+        world.trace_as_tools(namespace, tracer)
+        headers = {**namespace["service_headers"](), "X-Tag": "green"}
+        requests.get(namespace["service_url"]() + "/headers", headers=headers)
+        requests.get(namespace["service_url"]() + "/headers", headers=namespace["service_headers"]())
+    finally:
+        world.close()
+    assert tracer.calls == [("echo_headers", {"X-Tag": "green"}), ("echo_headers", {})]
