@@ -7,10 +7,11 @@ whole group (SIGTERM, then SIGKILL) and removes the folder; a Service never stop
 exits. A reset that is a restart starts the service again on the same port in a fresh folder, so nothing of the
 previous state survives.
 
-Requests go over one kept-alive `http.client` connection (the worker sends some thirty per test case: a
-`requests.Session` costs more CPU per request than the service takes to answer a simple one). They are prepared and
-answered as `requests` prepares and answers them (`requests.PreparedRequest`, a `requests.Response`), so the same
-bytes go out and the same body comes back parsed the same way; no redirect is followed and no cookie is kept.
+Requests go over one kept-alive `http.client` connection (the worker sends some thirty per test case, and a
+`requests.Session` costs more CPU per request than the service takes to answer a simple one). They are still what a
+`requests.Session` with the file's headers would send, prepared by one (its cookies, redirects followed as it follows
+them), and the answer is a `requests.Response`, so the same bytes go out and a body is parsed the same way; only a
+compressed answer is never asked for.
 
 Everything that goes wrong raises `ServiceError`, one line: the file, what failed, and what the service printed.
 """
@@ -20,7 +21,6 @@ from __future__ import annotations
 import http.client
 import os
 import random
-from select import POLLIN, poll
 import shlex
 import shutil
 import signal
@@ -30,11 +30,14 @@ import tempfile
 import time
 import weakref
 from pathlib import Path
+from select import POLLIN, poll
+from types import SimpleNamespace
 from typing import Any
 
 import requests
+from requests.cookies import extract_cookies_to_jar
 from requests.structures import CaseInsensitiveDict
-from requests.utils import default_headers, get_encoding_from_headers
+from requests.utils import get_encoding_from_headers
 
 from scenarios.rest import draws
 from scenarios.rest.openapi import Operation, parse_document, read, select
@@ -47,8 +50,6 @@ TAIL_LINES = 5  # of the service's output, in an error
 TAIL_CHARS = 400
 BODY_CHARS = 200  # of an answer's body, in an error
 DYING_S = 1.0  # after a request that failed, how long the service may take to exit, if it is exiting
-# What a `requests.Session` sends besides the file's headers, but no compressed answer (nothing here would undo it).
-DEFAULT_HEADERS = {**default_headers(), "Accept-Encoding": "identity"}
 FAILURES = (OSError, http.client.HTTPException, requests.RequestException)  # of a request (a bad URL or body too)
 
 
@@ -69,7 +70,9 @@ class Service:
         self.port: int | None = None  # kept across restarts
         self.dir: Path | None = None
         self.process: subprocess.Popen | None = None
-        self.headers = {**DEFAULT_HEADERS, **file.headers}
+        self.http = requests.Session()  # prepares each request (`_send`) and keeps the service's cookies
+        self.http.trust_env = False  # loopback: no proxy from the environment
+        self.http.headers.update({"Accept-Encoding": "identity", **file.headers})  # nothing here would uncompress
         self._connection: http.client.HTTPConnection | None = None  # kept alive between requests
         self._finalizer: weakref.finalize | None = None
 
@@ -154,9 +157,7 @@ class Service:
 
     def _send(self, method: str, path: str, parts: dict, timeout: float) -> requests.Response:
         """One request on the kept-alive connection (a new one when there is none, or the service ended it)."""
-        request = requests.PreparedRequest()
-        request.prepare(method=method, url=self.url + path, **{**parts, "headers": {**self.headers,
-                                                                                    **parts.get("headers", {})}})
+        request = self.http.prepare_request(requests.Request(method, self.url + path, **parts))
         connection, self._connection = self._connection, None
         if connection is not None and _readable(connection.sock):
             connection.close()  # ended by the service while idle (what it would send now is an end of file)
@@ -176,7 +177,13 @@ class Service:
             self._connection = connection
         else:
             connection.close()
-        return _response(request, raw, content)
+        response = _response(request, raw, content)
+        extract_cookies_to_jar(self.http.cookies, request, response.raw)
+        if response.is_redirect:  # followed as `requests.Session.send` follows it
+            history = [response, *self.http.resolve_redirects(response, request, timeout=timeout)]
+            response = history.pop()
+            response.history = history
+        return response
 
     def spec(self) -> dict:
         """The service's OpenAPI document, from the service or the file beside the service file."""
@@ -234,6 +241,7 @@ class Service:
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+        self.http.close()
 
 
 def _end(process: subprocess.Popen | None, folder: Path | None) -> None:
@@ -300,7 +308,8 @@ def _response(request: requests.PreparedRequest, raw: http.client.HTTPResponse, 
     response.headers = CaseInsensitiveDict(raw.getheaders())
     response.encoding = get_encoding_from_headers(response.headers)
     response.url, response.request = request.url, request
-    response._content = content
+    response._content, response._content_consumed = content, True
+    response.raw = SimpleNamespace(_original_response=raw)  # where `requests` finds the cookies it keeps
     return response
 
 

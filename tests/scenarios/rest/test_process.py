@@ -185,6 +185,16 @@ def test_requests_to_a_service_not_started_or_gone(tmp_path):
         assert f"GET {service.url}/items failed (ConnectionError)" in one_line(caught)
 
 
+def test_requests_go_as_a_requests_session_sends_them_redirects_followed_cookies_kept(tmp_path):
+    with start_with(tmp_path) as service:
+        moved = service.request("GET", "/moved")
+        assert (moved.status_code, moved.json(), moved.url) == (200, [], f"{service.url}/items")
+        assert [r.status_code for r in moved.history] == [302]
+        assert "Cookie" not in service.request("GET", "/headers").json()
+        service.request("GET", "/cookie")
+        assert service.request("GET", "/headers").json()["Cookie"] == "seen=yes"
+
+
 def test_one_connection_kept_alive_and_a_new_one_once_the_service_ended_it(tmp_path):
     with start_with(tmp_path, "--idle-s", "0.2") as service:
         assert service.request("GET", "/items").json() == []
