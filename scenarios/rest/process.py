@@ -163,7 +163,7 @@ class Service:
             connection.close()  # ended by the service while idle (what it would send now is an end of file)
             connection = None
         if connection is None:
-            connection = connect(self.port, timeout)
+            connection = _connect(self.port, timeout)
         else:
             connection.sock.settimeout(timeout)
         try:
@@ -278,7 +278,7 @@ def _signal_group(pgid: int, sig: int) -> None:
         pass
 
 
-def connect(port: int, timeout: float) -> http.client.HTTPConnection:
+def _connect(port: int, timeout: float) -> http.client.HTTPConnection:
     """A connection to loopback `port` that sends each write at once (as `requests` does, TCP_NODELAY): `http.client`
     writes a request's body apart from its head, which would otherwise wait for the head's acknowledgement."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
@@ -305,7 +305,9 @@ def _response(request: requests.PreparedRequest, raw: http.client.HTTPResponse, 
     """The answer as `requests` gives it (`HTTPAdapter.build_response`), its body read."""
     response = requests.Response()
     response.status_code, response.reason = raw.status, raw.reason
-    response.headers = CaseInsensitiveDict(raw.getheaders())
+    response.headers = CaseInsensitiveDict()
+    for name, value in raw.getheaders():  # a header given twice: its values joined, as urllib3 joins them
+        response.headers[name] = f"{response.headers[name]}, {value}" if name in response.headers else value
     response.encoding = get_encoding_from_headers(response.headers)
     response.url, response.request = request.url, request
     response._content, response._content_consumed = content, True
