@@ -9,7 +9,9 @@ service over HTTP, wait for it, read the final state through the document's read
 
 Prints the median and p90 milliseconds per test case, and the CPU time per test case of the worker, of the children
 that ran the programs and of the service process (less sensitive to the machine's load than the wall clock); with
-`--profile`, where the wall time goes (reset and population, the snapshot's reads, the rest), on the same jobs.
+`--profile`, where the wall time goes (reset and population, the snapshot's reads, the rest), on the same jobs. The
+worker's own requests (reset, population, reads) go over one kept-alive connection (`scenarios.rest.process`); the
+program's go through the worker's recording proxy (`scenarios.rest.proxy`). Figures: docs/measurements.md.
 
   python scripts/bench_rest.py --service NAME --cases 200      (NAME: a service file shipped with StateEval)
   python scripts/bench_rest.py --service path/to/service.toml --profile

@@ -7,11 +7,18 @@ whole group (SIGTERM, then SIGKILL) and removes the folder; a Service never stop
 exits. A reset that is a restart starts the service again on the same port in a fresh folder, so nothing of the
 previous state survives.
 
+Requests go over one kept-alive `http.client` connection (the worker sends some thirty per test case, and a
+`requests.Session` costs more CPU per request than the service takes to answer a simple one). They are still what a
+`requests.Session` with the file's headers would send, prepared by one (its cookies, redirects followed as it follows
+them), and the answer is a `requests.Response`, so the same bytes go out and a body is parsed the same way; only a
+compressed answer is never asked for.
+
 Everything that goes wrong raises `ServiceError`, one line: the file, what failed, and what the service printed.
 """
 
 from __future__ import annotations
 
+import http.client
 import os
 import random
 import shlex
@@ -23,9 +30,14 @@ import tempfile
 import time
 import weakref
 from pathlib import Path
+from select import POLLIN, poll
+from types import SimpleNamespace
 from typing import Any
 
 import requests
+from requests.cookies import extract_cookies_to_jar
+from requests.structures import CaseInsensitiveDict
+from requests.utils import get_encoding_from_headers
 
 from scenarios.rest import draws
 from scenarios.rest.openapi import Operation, parse_document, read, select
@@ -38,6 +50,7 @@ TAIL_LINES = 5  # of the service's output, in an error
 TAIL_CHARS = 400
 BODY_CHARS = 200  # of an answer's body, in an error
 DYING_S = 1.0  # after a request that failed, how long the service may take to exit, if it is exiting
+FAILURES = (OSError, http.client.HTTPException, requests.RequestException)  # of a request (a bad URL or body too)
 
 
 class ServiceError(RuntimeError):
@@ -57,9 +70,10 @@ class Service:
         self.port: int | None = None  # kept across restarts
         self.dir: Path | None = None
         self.process: subprocess.Popen | None = None
-        self.http = requests.Session()
+        self.http = requests.Session()  # prepares each request (`_send`) and keeps the service's cookies
         self.http.trust_env = False  # loopback: no proxy from the environment
-        self.http.headers.update(file.headers)
+        self.http.headers.update({"Accept-Encoding": "identity", **file.headers})  # nothing here would uncompress
+        self._connection: http.client.HTTPConnection | None = None  # kept alive between requests
         self._finalizer: weakref.finalize | None = None
 
     @property
@@ -104,12 +118,12 @@ class Service:
                 raise ServiceError(f"{self.file.path}: start: {command} exited with status {process.returncode} "
                                    f"before {url} answered; it printed: {printed}")
             try:
-                answer = self.http.get(url, timeout=max(0.1, min(5.0, deadline - time.monotonic())))
+                answer = self._send("GET", self.file.ready, {}, max(0.1, min(5.0, deadline - time.monotonic())))
                 if 200 <= answer.status_code < 300:
                     return
                 last = f"status {answer.status_code}"
-            except requests.RequestException as e:
-                last = type(e).__name__
+            except FAILURES as e:
+                last = _failure(e)
             if time.monotonic() >= deadline:
                 printed = self.tail()
                 self.stop()
@@ -127,20 +141,49 @@ class Service:
         text = " | ".join(line.strip() for line in lines[-TAIL_LINES:] if line.strip())
         return (text[-TAIL_CHARS:] if len(text) > TAIL_CHARS else text) or "(no output)"
 
-    def request(self, method: str, path: str, **kwargs: Any) -> requests.Response:
-        """`method` `path` on the service with the file's headers; keyword arguments as `requests` takes them
-        (params, json, data, headers, timeout: the file's request_timeout_s unless given)."""
+    def request(self, method: str, path: str, timeout: float | None = None, **kwargs: Any) -> requests.Response:
+        """`method` `path` on the service with the file's headers; keyword arguments as `requests.Request` takes
+        them (params, json, data, headers); `timeout`: the file's request_timeout_s unless given."""
         if self.process is None:
             raise ServiceError(f"{self.file.path}: {method} {path}: the service is not running; start() it first")
-        kwargs.setdefault("timeout", self.file.request_timeout_s)
         try:
-            return self.http.request(method, self.url + path, **kwargs)
-        except requests.RequestException as e:
+            return self._send(method, path, kwargs, timeout or self.file.request_timeout_s)
+        except FAILURES as e:
             # A service that dies drops its connections a moment before it has exited: let it finish, so that
             # whoever asks next finds it gone (`RestWorld.intact`) and its last words are in the log.
             _exited(self.process.pid, DYING_S)
-            raise ServiceError(f"{self.file.path}: {method} {self.url}{path} failed ({type(e).__name__}); the "
+            raise ServiceError(f"{self.file.path}: {method} {self.url}{path} failed ({_failure(e)}); the "
                                f"service printed: {self.tail()}") from None
+
+    def _send(self, method: str, path: str, parts: dict, timeout: float) -> requests.Response:
+        """One request on the kept-alive connection (a new one when there is none, or the service ended it)."""
+        request = self.http.prepare_request(requests.Request(method, self.url + path, **parts))
+        connection, self._connection = self._connection, None
+        if connection is not None and _readable(connection.sock):
+            connection.close()  # ended by the service while idle (what it would send now is an end of file)
+            connection = None
+        if connection is None:
+            connection = _connect(self.port, timeout)
+        else:
+            connection.sock.settimeout(timeout)
+        try:
+            connection.request(method, request.path_url, request.body, request.headers)
+            raw = connection.getresponse()
+            content = raw.read()
+        except BaseException:
+            connection.close()
+            raise
+        if not raw.will_close:
+            self._connection = connection
+        else:
+            connection.close()
+        response = _response(request, raw, content)
+        extract_cookies_to_jar(self.http.cookies, request, response.raw)
+        if response.is_redirect:  # followed as `requests.Session.send` follows it
+            history = [response, *self.http.resolve_redirects(response, request, timeout=timeout)]
+            response = history.pop()
+            response.history = history
+        return response
 
     def spec(self) -> dict:
         """The service's OpenAPI document, from the service or the file beside the service file."""
@@ -195,6 +238,9 @@ class Service:
             self._finalizer = None
         _end(self.process, self.dir)
         self.process, self.dir = None, None
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
         self.http.close()
 
 
@@ -230,6 +276,43 @@ def _signal_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def _connect(port: int, timeout: float) -> http.client.HTTPConnection:
+    """A connection to loopback `port` that sends each write at once (as `requests` does, TCP_NODELAY): `http.client`
+    writes a request's body apart from its head, which would otherwise wait for the head's acknowledgement."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    connection.connect()
+    connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return connection
+
+
+def _readable(sock) -> bool:
+    """Whether an idle connection's socket has something to read: its end, or garbage; either way not reusable."""
+    waiting = poll()
+    waiting.register(sock, POLLIN)
+    return bool(waiting.poll(0))
+
+
+def _failure(error: BaseException) -> str:
+    """What a request failed of, as `requests` names it."""
+    if isinstance(error, requests.RequestException):
+        return type(error).__name__
+    return "Timeout" if isinstance(error, TimeoutError) else "ConnectionError"
+
+
+def _response(request: requests.PreparedRequest, raw: http.client.HTTPResponse, content: bytes) -> requests.Response:
+    """The answer as `requests` gives it (`HTTPAdapter.build_response`), its body read."""
+    response = requests.Response()
+    response.status_code, response.reason = raw.status, raw.reason
+    response.headers = CaseInsensitiveDict()
+    for name, value in raw.getheaders():  # a header given twice: its values joined, as urllib3 joins them
+        response.headers[name] = f"{response.headers[name]}, {value}" if name in response.headers else value
+    response.encoding = get_encoding_from_headers(response.headers)
+    response.url, response.request = request.url, request
+    response._content, response._content_consumed = content, True
+    response.raw = SimpleNamespace(_original_response=raw)  # where `requests` finds the cookies it keeps
+    return response
 
 
 def _first(answer: requests.Response) -> str:

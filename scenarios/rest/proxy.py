@@ -6,7 +6,8 @@ the service made are derived from that record (`RestWorld.outcome`): only the re
 are in it, and nothing it holds or returns changes it.
 
 The proxy serves on a loopback port of its own, one thread per connection (the standard library's
-`ThreadingHTTPServer`), and sends each request on to the service with the client's headers (those of one hop
+`ThreadingHTTPServer`, whose threads here wait for the next connection once theirs ends: starting a thread costs about
+as much as relaying a request), and sends each request on to the service with the client's headers (those of one hop
 left out, and `Accept-Encoding`, so that the answer it records is the one the program reads). It admits requests
 only while it is open: `close()` refuses new ones and waits for those in flight, so that a program's last request
 is in the record before the worker reads it, and a request a killed program left half-sent never reaches the next
@@ -21,6 +22,7 @@ socket with the worker's other descriptors), which is as it should be: the proxy
 from __future__ import annotations
 
 import http.client
+import queue
 import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -57,8 +59,7 @@ class Proxy:
         # Connections to the service kept open between the requests of one test case (`close` ends them: the
         # service may be started again before the next).
         self._idle: list[http.client.HTTPConnection] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.proxy = self  # type: ignore[attr-defined]
         self._thread = threading.Thread(target=self._server.serve_forever, name="rest-proxy", daemon=True)
         self._thread.start()
@@ -140,6 +141,45 @@ class Proxy:
             return answer.status, answer.reason, answer.getheaders(), data
         finally:
             self._done(exchange)
+
+
+class _Server(ThreadingHTTPServer):
+    """A thread per connection, as ThreadingHTTPServer, but a thread whose connection has ended serves the next one
+    instead of ending, until the server is closed."""
+
+    daemon_threads = True
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self._free = 0  # threads waiting for a connection
+        self._closed = False
+        self._count = threading.Lock()
+        self._next: queue.SimpleQueue = queue.SimpleQueue()  # connections for the threads waiting; None: end
+
+    def process_request(self, request, client_address) -> None:
+        with self._count:
+            free = self._free > 0
+            self._free -= free
+        if free:
+            self._next.put((request, client_address))
+        else:
+            threading.Thread(target=self._serve, args=((request, client_address),), daemon=True).start()
+
+    def _serve(self, connection: tuple | None) -> None:
+        while connection is not None:
+            self.process_request_thread(*connection)  # (handles the connection, then closes it)
+            with self._count:
+                if self._closed:
+                    return
+                self._free += 1
+            connection = self._next.get()
+
+    def server_close(self) -> None:
+        super().server_close()
+        with self._count:
+            self._closed, waiting, self._free = True, self._free, 0
+        for _ in range(waiting):
+            self._next.put(None)
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -1,14 +1,16 @@
 """A tiny REST service for the tests of scenarios/rest/process.py, on the standard library only.
 
     python fake_service.py PORT [--ready STATUS] [--reset STATUS] [--spec FILE] [--child PIDFILE] [--ignore-term]
-                                [--die-on "METHOD PATH" [--die-at N]]
+                                [--die-on "METHOD PATH" [--die-at N]] [--idle-s SECONDS]
 
 GET /ready answers STATUS (default 200); GET /openapi.json answers FILE's bytes as they are; POST /reset empties the
 items and answers STATUS (default 204); POST /items stores the JSON body and answers 201 {"id": n}; GET /items lists
-them; GET /pid answers this process's pid. --child starts a process that sleeps in the same process group and
-writes its pid to PIDFILE; --ignore-term ignores SIGTERM, so only SIGKILL ends the service; --die-on makes the
-service print a line and exit with status 3, without answering, when it receives that request for the N-th time
-since the last reset (default the first: a crash).
+them; GET /pid answers this process's pid; GET /headers the request's headers; GET /moved redirects (302) to /items;
+GET /cookie sets the cookie seen=yes. --child starts a process that sleeps in the same process group and writes its
+pid to PIDFILE; --ignore-term ignores SIGTERM, so only SIGKILL ends the service; --die-on makes the service print a
+line and exit with status 3, without answering, when it receives that request for the N-th time since the last reset
+(default the first: a crash); --idle-s keeps connections alive (HTTP/1.1) and ends one that has been idle that long,
+without a word to the client.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ def main() -> None:
     p.add_argument("--ignore-term", action="store_true")
     p.add_argument("--die-on", default="", help='"METHOD PATH" of the request that ends the service')
     p.add_argument("--die-at", type=int, default=1, help="the how many-th such request since the last reset")
+    p.add_argument("--idle-s", type=float, help="keep connections alive, ending those idle this long")
     args = p.parse_args()
     if args.ignore_term:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -44,6 +47,9 @@ def main() -> None:
             f.write(str(child.pid))
 
     class Handler(BaseHTTPRequestHandler):
+        if args.idle_s:
+            protocol_version, timeout = "HTTP/1.1", args.idle_s
+
         def parse_request(self) -> bool:
             parsed = super().parse_request()
             if parsed and f"{self.command} {self.path}" == args.die_on:
@@ -70,6 +76,16 @@ def main() -> None:
                 self.answer(200, json.dumps(ITEMS).encode())
             elif self.path == "/pid":
                 self.answer(200, str(os.getpid()).encode())
+            elif self.path == "/moved":
+                self.send_response(302)
+                self.send_header("Location", "/items")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            elif self.path == "/cookie":
+                self.send_response(200)
+                self.send_header("Set-Cookie", "seen=yes; Path=/")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
             elif self.path == "/headers":
                 self.answer(200, json.dumps(dict(self.headers)).encode())
             else:

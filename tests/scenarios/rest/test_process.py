@@ -185,6 +185,30 @@ def test_requests_to_a_service_not_started_or_gone(tmp_path):
         assert f"GET {service.url}/items failed (ConnectionError)" in one_line(caught)
 
 
+def test_requests_go_as_a_requests_session_sends_them_redirects_followed_cookies_kept(tmp_path):
+    with start_with(tmp_path) as service:
+        moved = service.request("GET", "/moved")
+        assert (moved.status_code, moved.json(), moved.url) == (200, [], f"{service.url}/items")
+        assert [r.status_code for r in moved.history] == [302]
+        assert "Cookie" not in service.request("GET", "/headers").json()
+        service.request("GET", "/cookie")
+        assert service.request("GET", "/headers").json()["Cookie"] == "seen=yes"
+
+
+def test_one_connection_kept_alive_and_a_new_one_once_the_service_ended_it(tmp_path):
+    with start_with(tmp_path, "--idle-s", "0.2") as service:
+        assert service.request("GET", "/items").json() == []
+        kept = service._connection
+        assert service.request("POST", "/items", json={"a": 1}).status_code == 201
+        assert service._connection is kept
+        deadline = time.monotonic() + 60
+        while not process._readable(kept.sock) and time.monotonic() < deadline:
+            time.sleep(0.05)  # until the service has ended the idle connection
+        assert process._readable(kept.sock)
+        assert service.request("GET", "/items").json() == [{"path": "/items", "body": {"a": 1}}]
+        assert service._connection is not kept
+
+
 def test_a_service_never_stopped_is_stopped_when_python_exits(tmp_path):
     path = write_service(tmp_path)
     script = ("import sys; from scenarios.rest.process import Service; from scenarios.rest.servicefile import load; "

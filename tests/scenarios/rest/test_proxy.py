@@ -4,6 +4,8 @@ as they are, every exchange is recorded in order, and a closed proxy neither for
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import pytest
 import requests
@@ -69,3 +71,21 @@ def test_a_service_that_is_gone_is_a_bad_gateway_and_no_record(proxied):
     service.stop()
     assert requests.get(f"{proxy.url}/items").status_code == 502
     assert proxy.take() == []
+
+
+def test_connections_at_once_each_served_and_no_thread_left_once_stopped(proxied):
+    service, proxy = proxied
+    service.reset()
+    proxy.open()
+    before = threading.active_count()
+    with requests.Session() as first, requests.Session() as second:  # two connections kept open at once
+        for _ in range(3):
+            assert first.get(f"{proxy.url}/items").status_code == second.get(f"{proxy.url}/items").status_code == 200
+    for _ in range(3):  # one connection after another: each served (by a thread that served an earlier one)
+        assert requests.get(f"{proxy.url}/items").status_code == 200
+    assert threading.active_count() > before
+    proxy.stop()
+    deadline = time.monotonic() + 60
+    while threading.active_count() > before - 1 and time.monotonic() < deadline:
+        time.sleep(0.05)  # the server's own thread and its connection threads end
+    assert threading.active_count() == before - 1
