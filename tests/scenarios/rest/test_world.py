@@ -150,7 +150,8 @@ def test_a_header_parameter_of_a_tool_reaches_the_service_and_a_traced_program_p
 
         tracer = Recorder()
         namespace = world.namespace(case)
-        monkeypatch.setattr(requests, "get", requests.get)  # trace_as_tools patches it
+        for method in ("get", "post", "put", "patch", "delete"):  # trace_as_tools patches them all
+            monkeypatch.setattr(requests, method, getattr(requests, method))
         world.trace_as_tools(namespace, tracer)
         headers = {**namespace["service_headers"](), "X-Tag": "green"}
         requests.get(namespace["service_url"]() + "/headers", headers=headers)
