@@ -43,12 +43,11 @@ def described(op: Operation, model: Model, doc: Documentation) -> list[str]:
     return doc.operation(op) + ([made] if made else [])
 
 
-def tool_spec(op: Operation, model: Model, doc: Documentation | None = None) -> ToolSpec:
+def tool_spec(op: Operation, model: Model, doc: Documentation) -> ToolSpec:
     """One kept operation as a tool: named by its operation id, described by its documentation (`described`), with
     its path, query and header parameters (less the headers the file sends) and its JSON body (`body`) as
     parameters. Path parameters and `body` take handles: the id a creator answered is `r<k>['body']` and the path
     the answer gives it in (`Model.id_fields`)."""
-    doc = doc or documentation(model)
     props, required = {}, []
     for p in shown_parameters(op, doc.sent):
         props[p.name] = {**to_json(p.schema), "description": p.description or f"the {p.location} parameter"}

@@ -40,7 +40,7 @@ from scenarios.rest.process import Service
 from scenarios.rest.proxy import Exchange, Proxy
 from scenarios.rest.learned import made_up
 from scenarios.rest.servicefile import ServiceFile
-from scenarios.rest.tools import header_arguments, kept_operations, tool_spec
+from scenarios.rest.tools import documentation, header_arguments, kept_operations, tool_spec
 
 UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 DATE = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?")
@@ -226,7 +226,8 @@ class RestWorld(World):
         if self._tools is None:
 
             self._ops = {op.id: op for op in kept_operations(self.model)}
-            self._tools = Tools({name: tool_spec(op, self.model) for name, op in self._ops.items()}, self._call,
+            doc = documentation(self.model)  # rendered once for every tool
+            self._tools = Tools({name: tool_spec(op, self.model, doc) for name, op in self._ops.items()}, self._call,
                                 self.shown, frozenset({"BASE_URL", "HEADERS"}))
         return self._tools
 

@@ -5,7 +5,7 @@ required body."""
 from __future__ import annotations
 
 from scenarios.calling import Tracer
-from scenarios.rest.tools import kept_operations, tool_spec
+from scenarios.rest.tools import documentation, kept_operations, tool_spec
 from scenarios.rest.model import Model
 from scenarios.rest.openapi import read
 
@@ -47,7 +47,7 @@ def model() -> Model:
 
 def test_one_tool_per_kept_operation_with_its_required_parameters():
     m = model()
-    specs = {s.name: s for s in (tool_spec(op, m) for op in kept_operations(m))}
+    specs = {s.name: s for s in (tool_spec(op, m, documentation(m)) for op in kept_operations(m))}
     # a delete of the whole collection, a HEAD and an operation the probe could not call are no tools
     assert sorted(specs) == ["create_shelf", "delete_shelf", "list_books", "list_shelves"]
     required = {name: s.parameters["required"] for name, s in specs.items()}
