@@ -177,7 +177,10 @@ class RestWorld(World):
         self.seed = seed_of(case)  # (in a batch's child, the world it copied was reset for an earlier test case)
         self.made = [list(m) for m in self.population_made]
         world = self
+        # A batch's child calls this once per test case: the new watcher replaces the last one (wrapped, each
+        # request would be seen once more per earlier case, and recorded as that many calls).
         original = requests.Session.request
+        original = getattr(original, "unwatched", original)
 
         def request(session, method, url, *args, **kwargs):
             response = original(session, method, url, *args, **kwargs)
@@ -187,6 +190,7 @@ class RestWorld(World):
                 pass
             return response
 
+        request.unwatched = original
         requests.Session.request = request
 
         def service_url() -> str:
@@ -264,7 +268,10 @@ class RestWorld(World):
         specs = self.tools().specs
         tracer.by_value = True
         for method in ("get", "post", "put", "patch", "delete"):
+            # A child that runs several test cases installs this once per case: the new wrapper replaces the last
+            # one (wrapped, each call would be recorded once more per earlier case).
             original = getattr(requests, method)
+            original = getattr(original, "untraced", original)
 
             def traced(url, *args, _method=method.upper(), _original=original, **kwargs):
                 response = _original(url, *args, **kwargs)
@@ -281,6 +288,7 @@ class RestWorld(World):
                                                        "body": answer_body(response)})
                 return response
 
+            traced.untraced = original
             setattr(requests, method, traced)
 
     def masker(self, made: list[list]) -> Masker:

@@ -82,6 +82,9 @@ def test_kinto_builds_a_verified_split_and_its_reference_scores_100(kinto_build,
     report = reference_score(built, tmp_path / "results")
     assert report["summary"]["overall"]["pass@1"] == 1.0
     assert [s["status"] for s in report["samples"]] == ["pass"] * 4
+    # the stored traces are the reference's calls on each test case, once each: it matches them fully
+    assert all(s["diagnosis"]["arg_match"] == 1.0 and s["diagnosis"]["first_divergence"] is None
+               for s in report["samples"]), [s["diagnosis"] for s in report["samples"]]
 
     # tools mode: each reference call replayed as a tool call, the ids Kinto made passed as handles
     report = reference_score(built, tmp_path / "tools", "tools")

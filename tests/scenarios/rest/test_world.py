@@ -156,6 +156,36 @@ def test_a_header_parameter_of_a_tool_reaches_the_service_and_a_traced_program_p
         headers = {**namespace["service_headers"](), "X-Tag": "green"}
         requests.get(namespace["service_url"]() + "/headers", headers=headers)
         requests.get(namespace["service_url"]() + "/headers", headers=namespace["service_headers"]())
+        # A child that runs a second test case installs the tracing again: its calls are recorded once, by it alone.
+        second = Recorder()
+        second.calls = []
+        world.trace_as_tools(namespace, second)
+        requests.get(namespace["service_url"]() + "/headers", headers=namespace["service_headers"]())
     finally:
         world.close()
     assert tracer.calls == [("echo_headers", {"X-Tag": "green"}), ("echo_headers", {})]
+    assert second.calls == [("echo_headers", {})]
+
+
+def test_a_batch_child_that_sets_up_a_second_test_case_sees_each_request_once(tmp_path, monkeypatch):
+    """A batch's child sets up one namespace per test case in the same process: the watcher of the program's
+    requests (what the stored traces and the made-up values come from) must not be installed over the last one."""
+    import requests
+
+    from scenarios.rest.servicefile import load
+    from scenarios.rest.world import RestWorld
+    from tests.scenarios.rest.conftest import write_service
+
+    monkeypatch.setattr(requests.Session, "request", requests.Session.request)  # the world patches it
+    world = RestWorld(load(write_service(tmp_path)))
+    seen = []
+    try:
+        case = {"assets": [], "setup_code": ""}
+        for _ in range(3):  # three test cases in one child
+            world.reset(case)
+            namespace = world.namespace(case)
+        monkeypatch.setattr(world, "_seen", lambda *args: seen.append(args[:2]))
+        requests.post(namespace["service_url"]() + "/items", json={}, headers=namespace["service_headers"]())
+    finally:
+        world.close()
+    assert [method for method, _ in seen] == ["POST"]
