@@ -27,6 +27,7 @@ Examples:
   python -m evaluate --samples answers.jsonl --dataset stateeval --out results
   python -m evaluate.report results/reference/local results/answers/local/results.json
   python -m evaluate.report results/*/local/results.json --plot figures --out comparison.md
+  python -m evaluate.report --by operation results/answers/local     # where its samples went wrong, by operation
 
 Each RESULTS is a results.json written by python -m evaluate (or a kept run, <run folder>/runs/<id>.json), or the
 run folder holding it. Columns: the model, the run's id, the variant, the dataset's content hash, the samples per
@@ -248,7 +249,46 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", metavar="FILE", default=None, help="also write the Markdown table to FILE")
     p.add_argument("--force", action="store_true",
                    help="show runs on different dataset hashes, variants, modes or tiers side by side (never ranked)")
+    p.add_argument("--by", choices=("run", "operation"), default="run",
+                   help="run (default): the runs side by side; operation: for each run, every operation its tasks "
+                        "call, with the share of the samples that should have called it that went wrong there, "
+                        "their top causes and a first divergence (reads the dataset the run scored)")
+    p.add_argument("--dataset", default=None,
+                   help="with --by operation: the dataset folder or Hub repo the runs scored, when it is no longer "
+                        "where the run says (its content hash must be the run's)")
+    p.add_argument("--json", metavar="FILE", default=None,
+                   help="with --by operation: also write the rows as JSON to FILE")
     return p.parse_args(argv)
+
+
+def operation_report(runs: list[Run], dataset: str | None) -> tuple[str, dict]:
+    """The Markdown of `--by operation` for every run, and the same rows as plain data keyed by run."""
+    from core.records import DatasetError, load_tasks
+    from evaluate.by_operation import by_operation, render_markdown
+
+    texts, plain, loaded = [], {}, {}
+    for run, label in zip(runs, _unique_labels(runs)):
+        meta = run.data.get("dataset") or {}
+        source = dataset or meta.get("source")
+        if not source:
+            raise ReportError(f"{run.path}: the run does not say which dataset it scored; pass --dataset")
+        if source not in loaded:
+            try:
+                loaded[source] = load_tasks(source, revision=None if dataset else meta.get("revision"))
+            except DatasetError as exc:
+                raise ReportError(str(exc)) from None
+        tasks, manifest = loaded[source]
+        if meta.get("content_hash") and manifest.get("content_hash") != meta["content_hash"]:
+            raise ReportError(f"{source} is not the dataset {run.path} scored (content hash "
+                              f"{str(manifest.get('content_hash'))[:12]}, the run's {meta['content_hash'][:12]}); "
+                              "pass that dataset with --dataset")
+        try:
+            rows = by_operation(run.data.get("samples") or [], {t.task_id: t for t in tasks})
+        except ValueError as exc:
+            raise ReportError(f"{run.path}: {exc}") from None
+        texts.append(render_markdown(rows, label))
+        plain[label] = [r.to_plain() for r in rows]
+    return "\n".join(texts), plain
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -257,10 +297,17 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         runs = [load_run(p) for p in a.results]
-        problem = mismatch(runs)
-        if problem and not a.force:
-            raise ReportError(problem)
-        text = render_markdown(runs, forced=a.force)
+        if a.by == "operation":
+            text, rows = operation_report(runs, a.dataset)
+            if a.json:
+                with writing(a.json, "--json"):
+                    Path(a.json).write_text(json.dumps(rows, indent=1) + "\n")
+                print(f"wrote {a.json}", file=sys.stderr)
+        else:
+            problem = mismatch(runs)
+            if problem and not a.force:
+                raise ReportError(problem)
+            text = render_markdown(runs, forced=a.force)
         with writing(a.plot or ".", "--plot"):
             figure = plot(runs, Path(a.plot)) if a.plot else None
     except (ReportError, BackendError, CannotWrite) as exc:

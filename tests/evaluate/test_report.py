@@ -151,3 +151,66 @@ def test_help_teaches_what_is_compared_and_refused():
     assert proc.returncode == 0
     for text in ("RESULTS", "--plot", "--force", "--out", "success@1", "content hash", "Examples"):
         assert text in proc.stdout
+
+
+@pytest.fixture(scope="module")
+def wrong_at_known_calls(small_dataset, small_tasks, tmp_path_factory):
+    """A run of held-out wrong programs, each wrong at a call known in advance: the first four leave out their
+    reference's second call (the line that makes it), the fifth makes every call right and sets RESULT = None, the
+    sixth answers nothing. Returns (results.json, {task_id: the operation it is wrong at}, the tasks scored)."""
+    from evaluate.run import EvalConfig, run
+    from scenarios.trace import load_stored
+
+    tasks = small_tasks[:6]
+    out = tmp_path_factory.mktemp("by-operation")
+    codes, wrong_at = {}, {}
+    for t in tasks[:4]:
+        lines = t.reference_program.splitlines()
+        calls = load_stored(t.test_cases[0].trace)
+        assert len(calls) >= 2 and not lines[0].startswith("if") and not lines[1].startswith("if"), t.task_id
+        codes[t.task_id] = "\n".join(lines[:1] + lines[2:]) + "\n"
+        wrong_at[t.task_id] = calls[1]["api"]
+    codes[tasks[4].task_id] = tasks[4].reference_program + "\nRESULT = None\n"
+    codes[tasks[5].task_id] = ""
+    samples = out / "held_out.jsonl"
+    samples.write_text("".join(json.dumps({"task_id": k, "code": v}) + "\n" for k, v in codes.items()))
+    done = run(EvalConfig(samples=str(samples), dataset=str(small_dataset), out=str(out), limit=6, workers=1))
+    return Path(done["path"]), wrong_at, tasks
+
+
+def test_by_operation_names_the_operation_each_held_out_program_was_wrong_at(wrong_at_known_calls, tmp_path, capsys):
+    from collections import Counter
+
+    from scenarios.trace import load_stored
+
+    results, wrong_at, tasks = wrong_at_known_calls
+    rows_file = tmp_path / "rows.json"
+    assert main(["--by", "operation", str(results), "--json", str(rows_file)]) == 0
+    table = capsys.readouterr().out
+    rows = {r["operation"]: r for r in json.loads(rows_file.read_text())["held_out"]}
+    charged = Counter(wrong_at.values())
+    for op, row in rows.items():
+        if op.startswith("("):
+            continue
+        assert row["wrong_at"] == charged.get(op, 0), op
+        should = sum(any(c["api"] == op for case in t.test_cases for c in load_stored(case.trace)) for t in tasks)
+        assert row["should_call"] == should, op
+    assert set(charged) <= set(rows)
+    # every program left out its second call, so each operation's example is a task charged to it, at call 1
+    for op in charged:
+        example = rows[op]["example"]
+        assert wrong_at[example["task_id"]] == op and example["index"] == 1
+        assert f"| `{op}` |" in table
+    assert rows["(RESULT)"]["wrong_at"] == 1 and rows["(RESULT)"]["causes"] == {"result_shape": 1}
+    assert rows["(no calls)"]["wrong_at"] == 1 and rows["(no calls)"]["causes"] == {"no_code": 1}
+
+
+def test_by_operation_refuses_a_dataset_that_is_not_the_runs(wrong_at_known_calls, tmp_path, capsys):
+    results, _, _ = wrong_at_known_calls
+    data = json.loads(results.read_text())
+    data["dataset"]["content_hash"] = "0" * 64  # a run of another build of the same folder
+    moved = tmp_path / "results.json"
+    moved.write_text(json.dumps(data))
+    assert main(["--by", "operation", str(moved)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is not the dataset" in err[0] and "--dataset" in err[0]
