@@ -20,12 +20,12 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from core.records import TaskRecord
-from core.statuses import PASS
+from core.statuses import NO_CODE, PASS
 from evaluate.intervals import wilson
 from scenarios.trace import load_stored
 
 NO_CALLS, IN_RESULT, UNEXPLAINED = "(no calls)", "(RESULT)", "(unexplained)"
-NOT_CALLS = frozenset({"no_code", "syntax", "timeout"})  # causes that happen before or outside any call
+NOT_CALLS = frozenset({NO_CODE, "syntax", "timeout"})  # causes that happen before or outside any call
 
 
 @dataclass
