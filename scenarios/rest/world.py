@@ -26,6 +26,7 @@ program cannot spell out the names the reference's values get.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -177,21 +178,18 @@ class RestWorld(World):
         self.seed = seed_of(case)  # (in a batch's child, the world it copied was reset for an earlier test case)
         self.made = [list(m) for m in self.population_made]
         world = self
-        # A batch's child calls this once per test case: the new watcher replaces the last one (wrapped, each
-        # request would be seen once more per earlier case, and recorded as that many calls).
-        original = requests.Session.request
-        original = getattr(original, "unwatched", original)
 
-        def request(session, method, url, *args, **kwargs):
-            response = original(session, method, url, *args, **kwargs)
-            try:
-                world._seen(str(method).upper(), str(url), kwargs.get("json"), response)
-            except Exception:  # noqa: BLE001 - watching never changes what the program sees
-                pass
-            return response
+        def watched(original):
+            def request(session, method, url, *args, **kwargs):
+                response = original(session, method, url, *args, **kwargs)
+                try:
+                    world._seen(str(method).upper(), str(url), kwargs.get("json"), response)
+                except Exception:  # noqa: BLE001 - watching never changes what the program sees
+                    pass
+                return response
+            return request
 
-        request.unwatched = original
-        requests.Session.request = request
+        _wrap(requests.Session, "request", watched)
 
         def service_url() -> str:
             """The base URL of the service for this test case."""
@@ -267,29 +265,28 @@ class RestWorld(World):
         tracer names arguments and RESULT items by equal value."""
         specs = self.tools().specs
         tracer.by_value = True
-        for method in ("get", "post", "put", "patch", "delete"):
-            # A child that runs several test cases installs this once per case: the new wrapper replaces the last
-            # one (wrapped, each call would be recorded once more per earlier case).
-            original = getattr(requests, method)
-            original = getattr(original, "untraced", original)
 
-            def traced(url, *args, _method=method.upper(), _original=original, **kwargs):
-                response = _original(url, *args, **kwargs)
-                path = urlsplit(url).path
-                op = self.model.operation_for(_method, path)
-                if op is None or op.id not in specs:
-                    raise ValueError(f"{_method} {path} is no operation served as a tool")
-                arguments = dict(zip(path_parameters(op), map(unquote, template_match(op.path, path) or [])))
-                arguments.update(kwargs.get("params") or {})
-                arguments.update(header_arguments(specs[op.id], op, kwargs.get("headers"), self.file.headers))
-                if kwargs.get("json") is not None:
-                    arguments["body"] = kwargs["json"]
-                tracer.record(specs[op.id], arguments, {"status": response.status_code,
-                                                       "body": answer_body(response)})
+        def traced(method: str, original):
+            def call(url, *args, **kwargs):
+                response = original(url, *args, **kwargs)
+                record(method, url, kwargs, response)
                 return response
+            return call
 
-            traced.untraced = original
-            setattr(requests, method, traced)
+        def record(method: str, url: str, kwargs: dict, response) -> None:
+            path = urlsplit(url).path
+            op = self.model.operation_for(method, path)
+            if op is None or op.id not in specs:
+                raise ValueError(f"{method} {path} is no operation served as a tool")
+            arguments = dict(zip(path_parameters(op), map(unquote, template_match(op.path, path) or [])))
+            arguments.update(kwargs.get("params") or {})
+            arguments.update(header_arguments(specs[op.id], op, kwargs.get("headers"), self.file.headers))
+            if kwargs.get("json") is not None:
+                arguments["body"] = kwargs["json"]
+            tracer.record(specs[op.id], arguments, {"status": response.status_code, "body": answer_body(response)})
+
+        for method in ("get", "post", "put", "patch", "delete"):
+            _wrap(requests, method, functools.partial(traced, method.upper()))
 
     def masker(self, made: list[list]) -> Masker:
         chosen = frozenset(str(value) for _, value, _ in self.model.population_values(self.seed))
@@ -316,6 +313,17 @@ class RestWorld(World):
     def _reads(self, made: list[list]) -> list:
         """The readers' answers, raw (see `read_state`)."""
         return read_state(self.service, self.model, self.seed, made)
+
+
+def _wrap(owner: Any, name: str, wrapper) -> None:
+    """Set `owner.name` to `wrapper(original)`, where `original` is what was there before any earlier `_wrap` of it:
+    a batch's child sets up one test case after another in one process, and a wrapper installed over the last one
+    would see each call once more per earlier case."""
+    original = getattr(owner, name)
+    original = getattr(original, "unwrapped", original)
+    wrapped = wrapper(original)
+    wrapped.unwrapped = original
+    setattr(owner, name, wrapped)
 
 
 def made_by(model: Model, op, path: str, answer: Any, decode=str) -> list[list]:
