@@ -40,10 +40,14 @@ class OperationRow:
     def rate(self) -> float | None:
         return self.wrong_at / self.should_call if self.should_call else None
 
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        return wilson(self.wrong_at, self.should_call) if self.should_call else None
+
     def to_plain(self) -> dict:
-        low_high = list(wilson(self.wrong_at, self.should_call)) if self.should_call else None
         plain = asdict(self)
-        plain.update(causes=dict(self.causes.most_common()), failure_rate=self.rate, interval=low_high)
+        plain.update(causes=dict(self.causes.most_common()), failure_rate=self.rate,
+                     interval=list(self.interval) if self.interval else None)
         return plain
 
 
@@ -87,8 +91,9 @@ def by_operation(samples: list[dict], tasks: dict[str, TaskRecord]) -> list[Oper
     if missing:
         raise ValueError(f"the dataset has no task {missing[0]} of this run ({len(missing)} missing): pass the dataset "
                        "the run scored")
+    called = {task_id: reference_operations(tasks[task_id]) for task_id in {s["task_id"] for s in samples}}
     for sample in samples:
-        operations = reference_operations(tasks[sample["task_id"]])
+        operations = called[sample["task_id"]]
         for op in operations:
             rows.setdefault(op, OperationRow(op)).should_call += 1
         at = wrong_at(sample, operations)
@@ -101,9 +106,9 @@ def by_operation(samples: list[dict], tasks: dict[str, TaskRecord]) -> list[Oper
         if row.example is None:
             row.example = {"task_id": sample["task_id"], "sample": sample.get("sample", 0),
                            **(diagnosis.get("first_divergence") or {})}
-    called = sorted((r for r in rows.values() if r.should_call),
+    ranked = sorted((r for r in rows.values() if r.should_call),
                     key=lambda r: (-(r.rate or 0.0), -r.wrong_at, r.operation))
-    return called + [rows[k] for k in (NO_CALLS, IN_RESULT, UNEXPLAINED) if k in rows and not rows[k].should_call]
+    return ranked + [rows[k] for k in (NO_CALLS, IN_RESULT, UNEXPLAINED) if k in rows and not rows[k].should_call]
 
 
 def render_markdown(rows: list[OperationRow], label: str) -> str:
@@ -111,17 +116,14 @@ def render_markdown(rows: list[OperationRow], label: str) -> str:
              "| operation | should call | wrong at it | failure rate [95% interval] | top causes | first divergence |",
              "|---|---|---|---|---|---|"]
     for r in rows:
-        if r.should_call:
-            low, high = wilson(r.wrong_at, r.should_call)
+        rate = "-"
+        if r.interval:
+            low, high = r.interval
             rate = f"{100 * r.rate:.1f}% [{100 * low:.1f}, {100 * high:.1f}]"
-        else:
-            rate = "-"
         causes = ", ".join(f"{c} {n}" for c, n in r.causes.most_common(3)) or "-"
-        example = "-"
-        if r.example:
-            e = r.example
-            where = f"{e['task_id']}" + (f" ({e['case']}, call {e['index']})" if "case" in e else "")
-            example = f"{where}: expected `{e.get('expected')}`, got `{e.get('got')}`" if "case" in e else where
+        e = r.example or {}
+        example = "-" if not e else e["task_id"] if "case" not in e else \
+            f"{e['task_id']} ({e['case']}, call {e['index']}): expected `{e['expected']}`, got `{e['got']}`"
         lines.append(f"| `{r.operation}` | {r.should_call or '-'} | {r.wrong_at} | {rate} | {causes} | "
                      f"{example.replace('|', chr(92) + '|')} |")
     lines += ["", "should call: samples whose task's reference calls the operation; wrong at it: failed samples whose "
