@@ -85,6 +85,7 @@ def register_service(p: argparse.ArgumentParser, path: str) -> str:
     """Register a service file's scenario and probe its service (`scenarios.rest`); its name. A file, service or
     document that cannot be used ends the command with one line and exit status 2."""
     from scenarios import get_scenario
+    from scenarios.mcp.client import ServerError
     from scenarios.rest.process import ServiceError
     from scenarios.rest.registration import register
     from scenarios.rest.schema import SpecError
@@ -93,7 +94,7 @@ def register_service(p: argparse.ArgumentParser, path: str) -> str:
     try:
         name = register(path)
         get_scenario(name).model  # noqa: B018 - started and probed now, so that a failure is one line here
-    except (ServiceFileError, ServiceError, SpecError) as exc:
+    except (ServiceFileError, ServiceError, ServerError, SpecError) as exc:
         p.exit(2, f"{p.prog}: error: {exc}\n")
     return name
 
@@ -127,6 +128,10 @@ def parse(argv: list[str] | None = None) -> tuple[BuildConfig, bool]:
                         "its service is started and probed, and its tasks make a split named after the file's "
                         "`name`; repeat for several, and combine with --scenarios (the dataset keeps a copy of each "
                         "file and of the document read)")
+    p.add_argument("--mcp", action="append", default=[], metavar="FILE",
+                   help="an MCP server's file (docs/services.md, \"MCP servers\"), or the name of one that comes "
+                        "with StateEval: the server is started, its tools listed with the MCP client and probed, and "
+                        "its tasks make a split named after the file's `name`, as for --service")
     size = p.add_mutually_exclusive_group()
     size.add_argument("--n", type=int, default=None, help="programs fuzzed per scenario; rejected ones are dropped "
                       f"(default {d.n}: --precision {DEFAULT_PRECISION:g})")
@@ -207,7 +212,7 @@ def parse(argv: list[str] | None = None) -> tuple[BuildConfig, bool]:
         p.error("--match-pool applies to a fresh split only: add --fresh --against PREVIOUS")
     if problem := check_choice(a.executor, a.ray_address):
         p.error(problem)
-    services = [register_service(p, path) for path in a.service]
+    services = [register_service(p, path) for path in [*a.service, *a.mcp]]
     chosen = a.scenarios if a.scenarios is not None else "" if services else ",".join(d.scenarios)
     names = [s.strip() for s in chosen.split(",") if s.strip()] + [s for s in services if s not in chosen.split(",")]
     unknown = [s for s in names if s not in scenario_names(examples=True)]

@@ -510,13 +510,13 @@ class _Grower:
         calls = [self.step(state, n - 1 - k) for k in range(site or n)]
         condition = None
         while site:  # no condition fits the newest value: move the split one call later, while a call is left after it
-            last = calls[-1].outputs[-1]
-            condition = self.scenario.condition(state, state.vars[last], rng)
+            last = calls[-1].outputs[-1] if calls[-1].outputs else None  # (a call may make nothing: a tool's write)
+            condition = None if last is None else self.scenario.condition(state, state.vars[last], rng)
             if condition is not None or len(calls) >= n - 1:
                 break
             calls.append(self.step(state, n - 1 - len(calls)))
         if site and condition is None:
-            self.notes.append(f"no condition fits `{calls[-1].outputs[-1]}`; " +
+            self.notes.append(f"no condition fits `{(calls[-1].outputs or ['the last call'])[-1]}`; " +
                               ("that branch does not split again" if nested else "the program has no branch"))
         if not condition:
             calls += [self.step(state, n - 1 - k) for k in range(len(calls), n)]

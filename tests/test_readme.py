@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 SET_UP = {  # run by .ci/run and on a fresh machine before the tests (the tests themselves are one of them)
     'pip install torch==2.13.0 && pip install -e ".[dev]" && python -m builder',
-    'pip install -e ".[ray,inspect,rest]" && python -m pytest',
+    'pip install -e ".[ray,inspect,rest]" && npm ci --prefix scenarios/mcp/servers && python -m pytest',
 }
 HOSTED = "a hosted model (OPENAI_API_KEY)"
 LOAD = "python -c \"from datasets import load_dataset; print(load_dataset('stateeval'))\""

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from scenarios import SCENARIOS, get_scenario
 from scenarios.rest.learned import LEARNED, decide, made_up, shipped_fields
+from scenarios.mcp.serverfile import shipped as mcp_shipped
 from scenarios.rest.servicefile import ServiceFile, ServiceFileError, load
 
 ENV = "STATEEVAL_SERVICES"  # service files to register, separated by os.pathsep (the workers inherit it)
@@ -31,6 +32,14 @@ _files: dict[str, ServiceFile] = {}  # name -> the file registered under it
 def register(path: str | Path) -> str:
     """Register the service file at `path` (or a shipped one by name) as a scenario; its name. ServiceFileError for a
     file that cannot be used or whose name another scenario has."""
+    from scenarios.mcp.serverfile import is_server_file
+
+    if is_server_file(path) or (not Path(path).exists() and str(path) in mcp_shipped()):
+        from scenarios.mcp.registration import register as register_server
+
+        file = register_server(path, lambda name: name in SCENARIOS)
+        _remember(file.path)
+        return file.name
     file = load(path)
     known = _files.get(file.name)
     if known is not None and known.path.resolve() == file.path.resolve():
@@ -45,10 +54,15 @@ def register(path: str | Path) -> str:
     _files[file.name] = file
     if fields is not None:
         decide(file.name, fields)
-    paths = [p for p in os.environ.get(ENV, "").split(os.pathsep) if p]
-    if str(file.path.resolve()) not in paths:
-        os.environ[ENV] = os.pathsep.join([*paths, str(file.path.resolve())])
+    _remember(file.path)
     return file.name
+
+
+def _remember(path: Path) -> None:
+    """Name the file in `STATEEVAL_SERVICES`, so that the sandbox workers register it too."""
+    paths = [p for p in os.environ.get(ENV, "").split(os.pathsep) if p]
+    if str(path.resolve()) not in paths:
+        os.environ[ENV] = os.pathsep.join([*paths, str(path.resolve())])
 
 
 def register_environment() -> None:
@@ -71,9 +85,13 @@ def registered(name: str) -> ServiceFile | None:
 def save(folder: str | Path, names: list[str]) -> None:
     """Copy the service files of the scenarios `names` that came from one into `folder/services`, with the
     document each build read."""
+    from scenarios.mcp import registration as servers
+
     for name in names:
         file = _files.get(name)
         if file is None:
+            if servers.registered(name) is not None:
+                servers.save(Path(folder) / FOLDER, name)
             continue
         where = Path(folder) / FOLDER
         where.mkdir(parents=True, exist_ok=True)

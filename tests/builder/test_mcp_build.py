@@ -1,0 +1,74 @@
+"""`python -m builder --mcp FILE`: a verified split built from an MCP server's file alone, scored 100% by its reference
+in code and tools modes through `python -m evaluate` with no extra flag (the dataset keeps the file and the model the
+build probed), the same bytes from the same seed, and one line with exit status 2 for a server that cannot be used.
+
+The memory server's tests need it installed (`npm ci --prefix scenarios/mcp/servers`, as .ci/run does); the fake
+server (tests/scenarios/mcp/fake_server.py) needs only the `mcp` package.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.builder.test_service_build import SMALL, load_rows, reference_score, run
+from tests.scenarios.mcp.conftest import needs_memory, write_fake
+
+
+def build(server: str, out: Path, n: int) -> dict:
+    done = run("builder", "--mcp", server, "--n", str(n), *SMALL, "--out", str(out))
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads((out / "MANIFEST.json").read_text())
+
+
+def scores_100_in_both_modes(dataset: Path, results: Path, name: str) -> None:
+    for mode in ("code", "tools"):
+        summary = reference_score(dataset, results / mode, mode)["summary"]["scenarios"][name]
+        assert summary["pass@1"] == 1.0, (mode, summary)
+
+
+def test_a_server_that_makes_its_own_ids_builds_and_its_reference_scores_100(tmp_path):
+    out = tmp_path / "ds"
+    manifest = build(str(write_fake(tmp_path)), out, 4)
+    assert manifest["counts"]["tasks"] >= 3
+    assert sorted(p.name for p in (out / "services").iterdir()) == ["tasks.model.json", "tasks.toml"]
+    rows = load_rows(out)
+    assert all("create_task(" in r["reference_program"] for r in rows)
+    assert any("<made-" in json.dumps(r["test_cases"], default=str) for r in rows), "the ids it made are renamed"
+    scores_100_in_both_modes(out, tmp_path / "results", "tasks")
+
+
+def test_a_server_that_cannot_start_ends_the_build_with_one_line(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('name = "bad"\ncommand = ["/nonexistent/server"]\nready_timeout_s = 20\n')
+    done = run("builder", "--mcp", str(path), "--n", "2", "--out", str(tmp_path / "ds"))
+    assert done.returncode == 2 and "did not start" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.fixture(scope="module")
+def memory_build(tmp_path_factory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("memory") / "a"
+    return out, build("memory", out, 4)
+
+
+@needs_memory
+def test_the_memory_server_builds_from_its_file_and_its_reference_scores_100(memory_build, tmp_path):
+    out, manifest = memory_build
+    assert manifest["counts"]["memory"] >= 3
+    rows = load_rows(out)
+    assert all(r["binding_count"] >= 1 for r in rows)
+    assert any("create_entities(" in r["reference_program"] for r in rows)
+    scores_100_in_both_modes(out, tmp_path, "memory")
+
+
+@needs_memory
+@pytest.mark.e2e
+def test_the_memory_server_builds_the_same_bytes_twice(memory_build, tmp_path):
+    first, manifest = memory_build
+    second = build("memory", tmp_path / "b", 4)
+    assert manifest["content_hash"] == second["content_hash"]
+    for name in ("memory.toml", "memory.model.json"):
+        assert (first / "services" / name).read_bytes() == (tmp_path / "b" / "services" / name).read_bytes()

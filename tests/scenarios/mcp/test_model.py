@@ -1,0 +1,78 @@
+"""The model derived from a server's tool listing and confirmed live: readers, keys (sent by the client or made by
+the server), references, and the writes dropped because they change nothing a reader shows."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from scenarios.mcp.client import Server, ServerError
+from scenarios.mcp.model import ITEM, Model, draw, leaves, probe, singular, tool_noun, words
+from scenarios.mcp.serverfile import load
+from tests.scenarios.mcp.conftest import needs_memory, write_fake
+
+
+def test_names_split_into_words():
+    assert words("entityNames") == ["entity", "name"] and words("task_id") == ["task", "id"]
+    assert singular("entities") == "entity" and singular("boxes") == "box" and singular("class") == "class"
+    assert tool_noun("create_task") == "task" and tool_noun("add_observations") == "observation"
+
+
+def test_leaves_and_draws_follow_the_schema():
+    schema = {"type": "object", "properties": {
+        "items": {"type": "array", "items": {"type": "object", "properties": {
+            "name": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}}}},
+        "size": {"type": "integer", "minimum": 3, "maximum": 3}, "kind": {"enum": ["a"]}}, "required": ["items",
+                                                                                                          "size"]}
+    assert [p for p, _ in leaves(schema)] == [("items", ITEM, "name"), ("items", ITEM, "tags"), ("size",),
+                                              ("kind",)]
+    drawn = draw(schema, random.Random(0))
+    assert set(drawn) == {"items", "size"} and drawn["size"] == 3 and len(drawn["items"]) == 1
+    assert draw(schema, random.Random(0)) == drawn, "the same seed draws the same arguments"
+
+
+@pytest.fixture(scope="module")
+def fake_model(tmp_path_factory) -> Model:
+    file = load(write_fake(tmp_path_factory.mktemp("fake")))
+    with Server(file) as server:
+        return probe(file, server)
+
+
+def test_an_unannotated_server_is_derived_by_probing(fake_model):
+    model = fake_model
+    assert model.readers == ["list_tasks"], "a tool that takes nothing and changes nothing is a reader"
+    assert [t["name"] for t in model.tools] == ["create_task", "complete_task", "delete_task", "list_tasks"]
+    (key,) = model.keys
+    assert (key.name, key.tool, key.sent, key.answer) == ("task id", "create_task", None, ("id",))
+    assert {(e.tool, e.path, e.reason) for e in model.edges} == {("complete_task", ("task_id",), "name"),
+                                                                 ("delete_task", ("task_id",), "name")}
+    assert model.removes == ["delete_task"] and model.dropped == {}
+    assert Model.from_plain(model.file, model.to_plain()).to_plain() == model.to_plain()
+
+
+def test_a_server_that_does_not_start_says_so_in_one_line(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('name = "bad"\ncommand = ["{python}", "-c", "import sys; print(\'broken\', file=sys.stderr)"]\n'
+                    'ready_timeout_s = 20\n')
+    with pytest.raises(ServerError) as caught:
+        Server(load(path)).start()
+    assert "did not start" in str(caught.value) and "broken" in str(caught.value) and "\n" not in str(caught.value)
+
+
+@needs_memory
+def test_the_memory_server_is_derived_from_its_file_alone():
+    file = load("memory")
+    with Server(file) as server:
+        model = probe(file, server)
+    assert model.readers == ["read_graph"] and model.queries == ["search_nodes", "open_nodes"]
+    (key,) = model.keys
+    assert (key.name, key.sent, key.answer) == ("entity name", ("entities", ITEM, "name"), ("entities", 0, "name"))
+    edges = {(e.tool, e.path): e.reason for e in model.edges}
+    assert edges[("add_observations", ("observations", ITEM, "entityName"))] == "name"
+    assert edges[("create_relations", ("relations", ITEM, "from"))] == "description"
+    assert edges[("open_nodes", ("names",))] == "name" and edges[("search_nodes", ("query",))] == "effect"
+    assert ("create_entities", ("entities", ITEM, "entityType")) not in edges, "no reference by coincidence"
+    assert set(model.dropped) == {"delete_observations", "delete_relations"}, \
+        "deletes of values no program can know change nothing: no APIs"
+    assert model.removes == ["delete_entities"]
