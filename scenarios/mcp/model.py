@@ -33,9 +33,10 @@ from typing import Any, Iterator
 
 from scenarios.mcp.client import Server, population
 from scenarios.mcp.serverfile import ServerFile
+from scenarios.rest.model import ASSET, seed_of  # noqa: F401 - a test case's seed, stored and read as for REST
+from scenarios.rest.world import _differences
 
 ITEM = "[]"  # a path step into every item of an array
-ASSET = "population"  # the asset that holds a test case's population seed
 MODELS_ENV = "STATEEVAL_MCP_MODELS"  # {name: model as plain data}: the models decided for this process's workers
 ID_WORDS = ("name", "id", "key", "slug", "uuid", "identifier")
 VERBS = ("create", "add", "new", "make", "get", "read", "open", "list", "search", "find", "update", "set",
@@ -506,17 +507,6 @@ def _names(path: tuple, leaf: dict, key: Key, tool: str, only: bool) -> str:
     return ""
 
 
-def _differences(a: Any, b: Any, at: tuple, found: set) -> None:
-    if isinstance(a, dict) and isinstance(b, dict):
-        for k in set(a) & set(b):
-            _differences(a[k], b[k], at + (k,), found)
-    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        for x, y in zip(a, b):
-            _differences(x, y, at + ("*",), found)
-    elif a != b and at:
-        found.add(".".join(str(s) for s in at))
-
-
 def probe(file: ServerFile, server: Server, seed: int = 0) -> Model:
     """The model of a running server (see the module docstring); it is reset before and after."""
     model = _Probe(file, server, seed).run()
@@ -528,15 +518,6 @@ def python_name(tool: str) -> str:
     """The Python function a tool is in code mode: its name with anything but letters, digits and _ as _."""
     name = "".join(c if c.isalnum() or c == "_" else "_" for c in tool)
     return name if name[:1].isalpha() or name[:1] == "_" else f"tool_{name}"
-
-
-def seed_of(case: dict) -> int:
-    """The population seed a test case stores (0 when none)."""
-    for a in case.get("assets", []):
-        if a["kind"] == ASSET:
-            meta = a["meta"]
-            return int((json.loads(meta) if isinstance(meta, str) else meta)["seed"])
-    return 0
 
 
 def decide(name: str, model: Model) -> None:

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from scenarios.rest import draws
-from scenarios.rest.servicefile import FIELD_PATH, NAME, RESTART, ServiceFileError
+from scenarios.rest import servicefile
+from scenarios.rest.servicefile import RESTART, ServiceFileError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -90,15 +91,11 @@ def load(path: str | Path) -> ServerFile:
     return _Checker(path, raw).server_file()
 
 
-class _Checker:
+class _Checker(servicefile._Checker):
+    """The service file's checker for the keys both kinds of file share, with a server file's own keys."""
+
     KNOWN = ("name", "command", "env", "files", "reset", "include", "exclude", "volatile", "population",
              "ready_timeout_s", "call_timeout_s")
-
-    def __init__(self, path: Path, raw: dict) -> None:
-        self.path, self.raw = path, raw
-
-    def fail(self, key: str, problem: str) -> ServiceFileError:
-        return ServiceFileError(f"{self.path}: {key}: {problem}")
 
     def server_file(self) -> ServerFile:
         unknown = sorted(set(self.raw) - set(self.KNOWN))
@@ -110,13 +107,6 @@ class _Checker:
             volatile=self.volatile(), population=self.population(),
             ready_timeout_s=self.seconds("ready_timeout_s", DEFAULT_READY_TIMEOUT_S),
             call_timeout_s=self.seconds("call_timeout_s", DEFAULT_CALL_TIMEOUT_S))
-
-    def name(self) -> str:
-        value = self.raw.get("name")
-        if not isinstance(value, str) or not NAME.fullmatch(value):
-            raise self.fail("name", f"{value!r} is not a lower-case identifier: use letters, digits and _, starting "
-                                    f"with a letter, e.g. \"my_server\"")
-        return value
 
     def command(self) -> tuple[str, ...]:
         value = self.raw.get("command")
@@ -133,35 +123,6 @@ class _Checker:
             return self.call("reset", value, named=False)
         raise self.fail("reset", f"{value!r} is neither \"{RESTART}\" (a fresh server in a fresh {{dir}}) nor a tool "
                                  "call such as { tool = \"clear\", arguments = {} }")
-
-    def table(self, key: str) -> dict[str, str]:
-        value = self.raw.get(key, {})
-        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-            raise self.fail(key, f"must be a table of strings, e.g. [{key}] then NAME = \"text\"")
-        return dict(value)
-
-    def files(self) -> dict[str, str]:
-        value = self.table("files")
-        for name in value:
-            if "/" in name or name in (".", "..") or name.startswith("."):
-                raise self.fail(f"files.{name}", "must be a plain file name (it is written into {dir}), "
-                                                 "e.g. \"config.json\"")
-        return value
-
-    def strings(self, key: str) -> tuple[str, ...]:
-        value = self.raw.get(key, [])
-        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-            raise self.fail(key, f"must be a list of tool names (`*` for any characters), e.g. "
-                                 f"{key} = [\"delete_*\"]")
-        return tuple(value)
-
-    def volatile(self) -> tuple[str, ...]:
-        value = self.strings("volatile")
-        for item in value:
-            if not FIELD_PATH.fullmatch(item):
-                raise self.fail("volatile", f"{item!r} is not a dotted field path such as \"created_at\" or "
-                                            f"\"items.*.updated\"")
-        return value
 
     def population(self) -> tuple[ToolCall, ...]:
         value = self.raw.get("population", [])
@@ -191,11 +152,6 @@ class _Checker:
             raise self.fail(f"{key}.named", f"must be true or false, not {flag!r}")
         return ToolCall(tool, arguments, flag)
 
-    def seconds(self, key: str, default: float) -> float:
-        value = self.raw.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-            raise self.fail(key, f"must be a positive number of seconds, not {value!r}")
-        return float(value)
 
 
 def expand_call(call: ToolCall, rng, labels: dict) -> dict:
