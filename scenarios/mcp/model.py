@@ -158,12 +158,21 @@ def get(value: Any, path: tuple) -> Any:
 
 
 def put(value: Any, path: tuple, new: Any) -> None:
-    """Set the leaf at `path` (ITEM: the first item; an array leaf of scalars gets `[new]`)."""
-    for step in path[:-1]:
-        value = value[0] if step == ITEM else value.setdefault(step, {})
+    """Set the leaf at `path` (ITEM: the first item), making the objects and lists on the way that drawn arguments
+    left out (an optional argument's)."""
+    for i, step in enumerate(path[:-1]):
+        following: Any = [] if path[i + 1] == ITEM else {}
+        if step == ITEM:
+            if not value:
+                value.append(following)
+            value = value[0]
+        else:
+            if not isinstance(value.get(step), (dict, list)):
+                value[step] = following
+            value = value[step]
     last = path[-1]
     if last == ITEM:
-        value[0] = new
+        value[:1] = [new]
     else:
         value[last] = new
 

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from scenarios.mcp.client import Server, ServerError
-from scenarios.mcp.model import ITEM, Model, draw, leaves, probe, singular, tool_noun, words
+from scenarios.mcp.model import ITEM, Model, draw, leaves, probe, put, singular, tool_noun, words
 from scenarios.mcp.serverfile import load
 from tests.scenarios.mcp.conftest import needs_memory, write_fake
 
@@ -30,6 +30,9 @@ def test_leaves_and_draws_follow_the_schema():
     drawn = draw(schema, random.Random(0))
     assert set(drawn) == {"items", "size"} and drawn["size"] == 3 and len(drawn["items"]) == 1
     assert draw(schema, random.Random(0)) == drawn, "the same seed draws the same arguments"
+    put(drawn, ("items", ITEM, "name"), "x")
+    put(drawn, ("parent", "links", ITEM, "id"), "p")  # an optional argument the draw left out
+    assert drawn["items"][0]["name"] == "x" and drawn["parent"] == {"links": [{"id": "p"}]}
 
 
 @pytest.fixture(scope="module")
