@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from scenarios.calling import ToolSpec
 from scenarios.mcp.model import ITEM, Model, leaves
 
 PREAMBLE = (
@@ -75,3 +76,8 @@ def documentation(name: str, model: Model) -> str:
         title = tool.get("title")
         lines += [f"## `{tool['name']}`" + (f" ({title})" if title else ""), *tool_text(tool), ""]
     return "\n".join(lines)
+
+
+def tool_spec(tool: dict) -> ToolSpec:
+    """A tool as the server lists it, as a model gets it in tools mode: its own name, description and schema."""
+    return ToolSpec(tool["name"], tool.get("description") or "", tool.get("inputSchema") or {"type": "object"})

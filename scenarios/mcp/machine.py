@@ -23,7 +23,6 @@ from functools import cached_property
 
 from scenarios.base import API, INIT, PAPER, Asset, Call, Scenario, State, Var, canonical_json, join_names, \
     join_words, setup_block
-from scenarios.calling import ToolSpec
 from scenarios.mcp.model import ASSET, Model, draw, fresh_key, get, leaves, put, python_name
 
 ANSWER = "answer"
@@ -267,8 +266,9 @@ class McpScenario(Scenario):
         return documentation(self.name, self.model)
 
     def tool_specs(self, tier: str = PAPER):
-        return [ToolSpec(t["name"], t.get("description") or "", t.get("inputSchema") or {"type": "object"})
-                for t in self.model.kept()]
+        from scenarios.mcp.doc import tool_spec
+
+        return [tool_spec(t) for t in self.model.kept()]
 
     def scratch_assets(self, assets, rng):
         return [{**a, "meta": canonical_json({"seed": rng.getrandbits(31)})} if a["kind"] == ASSET else a

@@ -16,7 +16,7 @@ from typing import Any
 
 from scenarios.rest import draws
 from scenarios.rest import servicefile
-from scenarios.rest.servicefile import RESTART, ServiceFileError
+from scenarios.rest.servicefile import RESTART
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -78,16 +78,7 @@ def shipped() -> list[str]:
 def load(path: str | Path) -> ServerFile:
     """The server file at `path`, or the shipped one of that name, checked; ServiceFileError when it cannot be
     used."""
-    path = Path(path)
-    if not path.exists() and str(path) in shipped():
-        path = SHIPPED / f"{path}.toml"
-    try:
-        raw = tomllib.loads(path.read_text())
-    except OSError as e:
-        raise ServiceFileError(f"{path}: cannot be read ({e.strerror}); give the path of a server file, or the name "
-                               f"of one that comes with StateEval: {', '.join(shipped())}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise ServiceFileError(f"{path}: not TOML ({e}); see docs/services.md for the format") from None
+    path, raw = servicefile.read_toml(path, SHIPPED, "server file")
     return _Checker(path, raw).server_file()
 
 

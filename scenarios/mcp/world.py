@@ -25,6 +25,7 @@ from typing import Any
 from scenarios.base import World, canonicalize
 from scenarios.calling import Tools, Tracer
 from scenarios.mcp.client import Answer, Server
+from scenarios.mcp.doc import tool_spec
 from scenarios.mcp.model import Model, decided, get, python_name, seed_of
 from scenarios.mcp.serverfile import ServerFile
 from scenarios.rest.world import Masker, _replaced
@@ -222,7 +223,7 @@ class McpWorld(World):
     # ---- tool calling (`--mode tools`): the server's own tools
 
     def tools(self) -> Tools:
-        specs = {t["name"]: _spec(t) for t in self.model.kept()}
+        specs = {t["name"]: tool_spec(t) for t in self.model.kept()}
         return Tools(specs, self._call, self.shown, frozenset())
 
     def _call(self, namespace: dict, name: str, arguments: dict):
@@ -231,7 +232,7 @@ class McpWorld(World):
 
     def trace_as_tools(self, namespace: dict, tracer: Tracer) -> None:
         tracer.by_value = True
-        specs = {t["name"]: _spec(t) for t in self.model.kept()}
+        specs = {t["name"]: tool_spec(t) for t in self.model.kept()}
         for tool in self.kept:
             name = python_name(tool)
             original = namespace[name]
@@ -263,9 +264,3 @@ def _watched(world: McpWorld, tool: str, function):
     watched.__name__ = watched.__qualname__ = function.__name__
     watched.__doc__ = function.__doc__
     return watched
-
-
-def _spec(tool: dict):
-    from scenarios.calling import ToolSpec
-
-    return ToolSpec(tool["name"], tool.get("description") or "", tool.get("inputSchema") or {"type": "object"})

@@ -91,17 +91,24 @@ def shipped() -> list[str]:
 def load(path: str | Path) -> ServiceFile:
     """The service file at `path`, or the shipped one of that name, checked; ServiceFileError when it
     cannot be used."""
+    path, raw = read_toml(path, SHIPPED, "service file")
+    return _Checker(path, raw).service_file()
+
+
+def read_toml(path: str | Path, folder: Path, kind: str) -> tuple[Path, dict]:
+    """The file at `path`, or the one of that name in `folder` (the files shipped with StateEval), and its TOML;
+    ServiceFileError, one line, when it cannot be read or is not TOML."""
     path = Path(path)
-    if not path.exists() and str(path) in shipped():
-        path = SHIPPED / f"{path}.toml"
+    names = sorted(p.stem for p in folder.glob("*.toml"))
+    if not path.exists() and str(path) in names:
+        path = folder / f"{path}.toml"
     try:
-        raw = tomllib.loads(path.read_text())
+        return path, tomllib.loads(path.read_text())
     except OSError as e:
-        raise ServiceFileError(f"{path}: cannot be read ({e.strerror}); give the path of a service file, or the name "
-                               f"of one that comes with StateEval: {', '.join(shipped())}") from None
+        raise ServiceFileError(f"{path}: cannot be read ({e.strerror}); give the path of a {kind}, or the name "
+                               f"of one that comes with StateEval: {', '.join(names)}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ServiceFileError(f"{path}: not TOML ({e}); see docs/services.md for the format") from None
-    return _Checker(path, raw).service_file()
 
 
 class _Checker:
