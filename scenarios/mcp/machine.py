@@ -1,8 +1,9 @@
 """The state machine of a scenario derived from an MCP server's file: one API per tool the model keeps.
 
 Variables: a key's value (`entity1`: declared in the setup block when the population sent it, or taken from the
-answer of the tool that made it: `entity3 = create_entities(...)['entities'][0]['name']`) and an answer (`answer1`:
-what a read-only tool answered). Every other argument is drawn from the tool's input schema and written into the
+answer of the tool that made it: `entity3 = create_entities(...)['entities'][0]['name']`, or the first value a
+listing shows: `entity4 = answer1['entities'][0]['name']`) and an answer (`answer1`: what a read-only tool
+answered). Every other argument is drawn from the tool's input schema and written into the
 call; an argument that refers to a key (`scenarios.mcp.model.Edge`) takes a live variable of that key.
 
 Every call must show in the oracle: a write's effect is in the readers' final state, unless a later call hides it
@@ -28,6 +29,7 @@ from scenarios.mcp.model import ASSET, Model, draw, fresh_key, get, leaves, put,
 ANSWER = "answer"
 GONE, UNSEEN, READS = "gone", "unseen", "reads"  # state.extra: removed keys; keys written and not read since; reads
 WRITES = "writes"  # state.extra: [tool, variables] of the writes not to repeat (`ToolAPI.once`)
+ORDER = "order"  # state.extra: {key: its live values in the order made}: a variable, or "?N" for one none names
 USE_PREFERENCE, MAKE_PREFERENCE = 1000.0, 100.0  # as for a REST service (`scenarios.rest.machine`)
 TOOL_ERROR = "ToolError"  # what a tool function raises when the tool reports an error
 
@@ -136,7 +138,10 @@ class ToolAPI(API):
             code = f"{name} = {call_code(self.name, arguments)}{where}"
             out = [name]
         elif self.kind == ANSWER:
-            name = state.produce(ANSWER, ANSWER, {"tool": self.name}, self.name)
+            order = state.extra.get(ORDER, {})
+            first = {x.key: order[x.key][0] for x in self.scenario.model.listings
+                     if x.tool == self.name and order.get(x.key)}
+            name = state.produce(ANSWER, ANSWER, {"tool": self.name, "first": first}, self.name)
             code = f"{name} = {call_code(self.name, arguments)}"
             out = [name]
         else:
@@ -148,9 +153,46 @@ class ToolAPI(API):
         return Call(self.name, list(inputs), out, code, {"arguments": shown, "legend": f" ({legend})" if legend else ""})
 
 
+class TakeKey(API):
+    """Local: the first value of a key a listing's answer shows, when no variable holds it (the population made it
+    and the setup block does not name it), so that a later call can act on it."""
+
+    def __init__(self, scenario: "McpScenario", listing):
+        self.scenario, self.listing = scenario, listing
+        self.key = scenario.model.key(listing.key)
+        self.name = f"take_{_prefix(self.key.noun)}_{self.key.attr}"
+        shown = f"`{listing.where}`"
+        self.phrases = (f"take the {self.key.attr} of the first {self.key.noun} ({shown}) in {{in0_}} as {{out0_}}",
+                        f"let {{out0_}} be the {self.key.attr} of the first {self.key.noun} ({shown}) of {{in0_}}")
+        self.natural = (f"take the {self.key.attr} of the first {self.key.noun} ({shown}) in {{in0_}}",)
+        self.vague = (f"note the {self.key.attr} of the first {self.key.noun} in {{in0_}}",)
+        self.noun = f"{self.key.attr} of the {{nth}}{self.key.noun} taken from a listing"
+
+    def bindings(self, state):
+        order = state.extra.get(ORDER, {}).get(self.key.name, [])
+        return [(v.name,) for v in state.of_type(ANSWER) if v.value.get("tool") == self.listing.tool
+                and str((v.value.get("first") or {}).get(self.key.name, "")).startswith("?")
+                and v.value["first"][self.key.name] in order]
+
+    def apply(self, state, inputs, rng):
+        (answer,) = inputs
+        order = state.extra[ORDER][self.key.name]
+        out = state.produce(_prefix(self.key.noun), self.key.name, {"value": None}, self.name)
+        order[order.index(state.vars[answer].value["first"][self.key.name])] = out
+        state.consume(inputs, self.name)
+        return Call(self.name, [answer], [out], f"{out} = {answer}{self.listing.where}", {})
+
+
 def _prefix(noun: str) -> str:
     out = "".join(c if c.isalnum() else "_" for c in noun.lower()).strip("_") or "item"
     return out if out[0].isalpha() else "v" + out
+
+
+def _lists_unnamed(state: State, api: API) -> bool:
+    """Whether `api` is a listing whose first value of a key no variable holds: a take could name it."""
+    order = state.extra.get(ORDER, {})
+    return isinstance(api, ToolAPI) and any(x.tool == api.name and str((order.get(x.key) or [""])[0]).startswith("?")
+                                            for x in api.scenario.model.listings)
 
 
 def _read_is_new(state: State, tool: str, combo: tuple) -> bool:
@@ -169,11 +211,16 @@ def _observe(state: State, api: ToolAPI, inputs: tuple, out: list) -> None:
         return
     if api.once:
         state.extra.setdefault(WRITES, []).append([api.name, list(inputs)])
+    order = state.extra.get(ORDER, {})
+    if api.kind == "create" and api.makes.name in order:
+        order[api.makes.name].append(out[0])
     touched = set(inputs) | set(out)
     unseen.extend(n for n in touched if n not in unseen)
     state.extra[READS] = [r for r in reads if r[1] and touched.isdisjoint(r[1])]  # a reader of all: forgotten
     if api.removes:
         state.extra.setdefault(GONE, []).extend(inputs)
+        for values in order.values():
+            values[:] = [v for v in values if v not in inputs]
 
 
 class McpScenario(Scenario):
@@ -200,7 +247,14 @@ class McpScenario(Scenario):
 
     @cached_property
     def apis(self):
-        return tuple(ToolAPI(self, tool) for tool in self.model.kept())
+        tools = tuple(ToolAPI(self, tool) for tool in self.model.kept())
+        names = {python_name(t.name) for t in tools}
+        takes = {}
+        for listing in self.model.listings:
+            take = TakeKey(self, listing)
+            if take.name not in names and take.name not in takes:  # one listing per key; a tool's name wins
+                takes[take.name] = take
+        return tools + tuple(takes.values())
 
     def make_world(self):
         from scenarios.mcp.world import McpWorld
@@ -213,14 +267,19 @@ class McpScenario(Scenario):
         return state
 
     def _populate(self, state: State, seed: int) -> None:
-        order = []
-        for key, value, named in self.model.population_keys(seed):
-            if not named:
-                continue
-            name = state.fresh(_prefix(self.model.key(key).noun))
-            state.declare(Var(name, key, {"value": value}))
-            order.append(name)
-        state.extra["population"] = order
+        named, listed = [], {x.key: x for x in self.model.listings}
+        order: dict[str, list] = {key: [f"?{i}" for i in range(x.start or 0)] for key, x in listed.items()}
+        for key, value, known in self.model.population_keys(seed):
+            name = None
+            if known:
+                name = state.fresh(_prefix(self.model.key(key).noun))
+                state.declare(Var(name, key, {"value": value}))
+                named.append(name)
+            if key in order:
+                order[key].append(name or f"?{len(order[key])}")
+        state.extra["population"] = named
+        state.extra[ORDER] = order
+        state.extra["unnamed"] = {k: sum(str(v).startswith("?") for v in vs) for k, vs in order.items()}
         state.assets[ASSET] = Asset(ASSET, ASSET, {"seed": seed}, b"")
 
     def redraw(self, state, rng):
@@ -228,7 +287,8 @@ class McpScenario(Scenario):
         for _ in range(100):  # a seed whose population draws as many distinct keys
             fresh = State()
             self._populate(fresh, rng.getrandbits(31))
-            if len(fresh.extra["population"]) == len(state.extra.get("population", [])):
+            if len(fresh.extra["population"]) == len(state.extra.get("population", [])) \
+                    and fresh.extra["unnamed"] == state.extra.get("unnamed"):
                 break
         for old, new in zip(state.extra.get("population", []), fresh.extra["population"]):
             twin.vars[old].value = dict(fresh.vars[new].value)
@@ -237,8 +297,12 @@ class McpScenario(Scenario):
 
     def preference(self, state, api, binding, left):
         uses = any(state.vars[v].producer != INIT and not state.vars[v].consumers for v in binding)
-        makes = left and isinstance(api, ToolAPI) and api.kind == "create"
+        makes = left and isinstance(api, ToolAPI) and api.kind == "create" or left >= 2 and _lists_unnamed(state, api)
         return (USE_PREFERENCE if uses else 1.0) * (MAKE_PREFERENCE if makes else 1.0)
+
+    def always_result(self, var):
+        """An answer a take read one value of is still in RESULT whole."""
+        return var.type == ANSWER
 
     def condition(self, state, var, rng):
         return None
@@ -255,6 +319,11 @@ class McpScenario(Scenario):
             key = self.model.key(state.vars[name].type)
             article = "an" if key.noun[:1] in "aeiou" else "a"
             held.append(f"`{name}` (the {key.attr} of {article} {key.noun})")
+        for key, count in state.extra.get("unnamed", {}).items():
+            if count:
+                noun = self.model.key(key).noun
+                some = f"{count} {noun}s" if count > 1 else f"{'an' if noun[:1] in 'aeiou' else 'a'} {noun}"
+                held.append(f"{some} that the setup block does not name")
         exists = f" The server already holds {join_words(held)}." if held else ""
         inits = join_names(state.inits)
         return f"The setup block defines {inits}.{exists}" if state.inits else \

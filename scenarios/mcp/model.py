@@ -15,6 +15,10 @@
   another final state).
 - **Writes that change nothing** with drawn arguments and the keys at hand (a delete of a value no program can know)
   are no APIs: every call of a task must be seen in its oracle.
+- **Listings** (`Listing`): a reader whose answer lists every value of a key, in the order the values were made
+  (the population's first, then each new one last), confirmed on two populations. A program may take the first
+  value a listing shows (`take_...`), as a REST program takes an id from a listing: the way to reach what the
+  population made and the setup block does not name.
 - **Made-up fields** (`learned`): leaves of the readers' answers that differ between two fresh resets to the same
   population.
 
@@ -233,6 +237,24 @@ class Edge:
     reason: str  # "name", "description", "effect"
 
 
+@dataclass(frozen=True)
+class Listing:
+    """A reader whose answer lists every value of `key` in the order made: the list at `at` of its answer, each
+    item's value at `field`. `start`: how many the population makes when the server makes the values (None: the
+    population sends them, and `Model.population_keys` says which)."""
+
+    tool: str
+    key: str
+    at: tuple
+    field: tuple
+    start: int | None = None
+
+    @property
+    def where(self) -> str:
+        """`['entities'][0]['name']`: the first value, as code reads it from the answer."""
+        return "".join(f"[{k!r}]" for k in self.at) + "[0]" + "".join(f"[{k!r}]" for k in self.field)
+
+
 @dataclass
 class Model:
     file: ServerFile
@@ -244,6 +266,7 @@ class Model:
     dropped: dict[str, str] = field(default_factory=dict)  # tool -> why it is no API
     removes: list[str] = field(default_factory=list)  # write tools after which the key they took is shown no more
     learned: list[str] = field(default_factory=list)  # made-up fields of the readers' answers
+    listings: list[Listing] = field(default_factory=list)
 
     def tool(self, name: str) -> dict:
         return next(t for t in self.tools if t["name"] == name)
@@ -265,14 +288,16 @@ class Model:
                 "keys": [[k.name, k.tool, None if k.sent is None else list(k.sent), list(k.answer)]
                          for k in self.keys],
                 "edges": [[e.tool, list(e.path), e.key, e.reason] for e in self.edges],
-                "dropped": self.dropped, "removes": self.removes, "learned": self.learned}
+                "dropped": self.dropped, "removes": self.removes, "learned": self.learned,
+                "listings": [[x.tool, x.key, list(x.at), list(x.field), x.start] for x in self.listings]}
 
     @classmethod
     def from_plain(cls, file: ServerFile, plain: dict) -> "Model":
         return cls(file, plain["tools"], plain["readers"], plain["queries"],
                    [Key(n, t, None if s is None else tuple(s), tuple(a)) for n, t, s, a in plain["keys"]],
                    [Edge(t, tuple(p), k, r) for t, p, k, r in plain["edges"]], dict(plain["dropped"]),
-                   list(plain["removes"]), list(plain["learned"]))
+                   list(plain["removes"]), list(plain["learned"]),
+                   [Listing(t, k, tuple(a), tuple(f), n) for t, k, a, f, n in plain.get("listings", [])])
 
     def population_keys(self, seed: int) -> list[tuple[str, Any, bool]]:
         """(key name, value, named) of what the population sent at a key's field, each value once."""
@@ -346,6 +371,7 @@ class _Probe:
         self.keys()
         self.references()
         self.effects()
+        self.listings()
         self.learn()
         return model
 
@@ -463,6 +489,38 @@ class _Probe:
                 model.dropped[tool["name"]] = "changed nothing the readers show, with drawn arguments"
             elif bound and not any(json.dumps(v) in json.dumps(after) for v in bound):
                 model.removes.append(tool["name"])
+
+    def listings(self) -> None:
+        """The readers that list a key's values in the order made, the same way on two populations."""
+        for reader in self.model.readers:
+            for key in self.model.keys:
+                found = [self.listed(reader, key, seed) for seed in (self.seed, self.seed + 1)]
+                if None not in found and len(set(found)) == 1:
+                    self.model.listings.append(Listing(reader, key.name, *found[0]))
+
+    def listed(self, reader: str, key: Key, seed: int) -> tuple | None:
+        """(at, field, start) of `reader`'s list of `key`'s values on the population of `seed` with two values made
+        after it, when it lists them all in the order made; else None."""
+        self.server.reset(seed)
+        made = [self.make(key, draw(self.model.tool(key.tool).get("inputSchema") or {}, self.rng), False)
+                for _ in range(2)]
+        answer = self.server.call(reader, {})
+        at = None if None in made or answer.error else find(answer.value, made[0])
+        indices = [i for i, step in enumerate(at or ()) if isinstance(step, int)]
+        if len(indices) != 1:
+            return None
+        path, tail = at[:indices[0]], at[indices[0] + 1:]
+        items = get(answer.value, path)
+        listed = [get(item, tail) for item in items] if isinstance(items, list) else []
+        if listed[-2:] != made:
+            return None
+        start = listed[:-2]
+        if key.sent is not None:
+            return (path, tail, None) if start == self.sent(key, seed) else None
+        return path, tail, len(start)
+
+    def sent(self, key: Key, seed: int) -> list:
+        return [v for name, v, _ in self.model.population_keys(seed) if name == key.name]
 
     def population_value(self, key: str) -> Any:
         found = [v for name, v, _ in self.model.population_keys(self.seed) if name == key]

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from scenarios.mcp.client import Server, ServerError
-from scenarios.mcp.model import ITEM, Model, draw, leaves, probe, put, singular, tool_noun, words
+from scenarios.mcp.model import ITEM, Listing, Model, draw, leaves, probe, put, singular, tool_noun, words
 from scenarios.mcp.serverfile import load
 from tests.scenarios.mcp.conftest import needs_memory, write_fake
 
@@ -51,6 +51,8 @@ def test_an_unannotated_server_is_derived_by_probing(fake_model):
     assert {(e.tool, e.path, e.reason) for e in model.edges} == {("complete_task", ("task_id",), "name"),
                                                                  ("delete_task", ("task_id",), "name")}
     assert model.removes == ["delete_task"] and model.dropped == {}
+    assert model.listings == [Listing("list_tasks", "task id", ("tasks",), ("id",), 1)], \
+        "the reader lists the ids in the order made, after the population's one"
     assert Model.from_plain(model.file, model.to_plain()).to_plain() == model.to_plain()
 
 
@@ -79,3 +81,25 @@ def test_the_memory_server_is_derived_from_its_file_alone():
     assert set(model.dropped) == {"delete_observations", "delete_relations"}, \
         "deletes of values no program can know change nothing: no APIs"
     assert model.removes == ["delete_entities"]
+    assert model.listings == [Listing("read_graph", "entity name", ("entities",), ("name",), None)]
+    assert model.listings[0].where == "['entities'][0]['name']"
+
+
+def test_a_listing_names_what_the_population_made(fake_model):
+    from scenarios.mcp.machine import McpScenario
+
+    scenario = McpScenario(fake_model.file)
+    scenario.__dict__["model"] = fake_model
+    apis = {a.name: a for a in scenario.apis}
+    state = scenario.initial_state(random.Random(0))
+    assert scenario.describe_init(state) == ("The setup block defines nothing. The server already holds a task that "
+                                             "the setup block does not name.")
+    assert apis["take_task_id"].bindings(state) == [], "nothing listed yet"
+    read = apis["list_tasks"].apply(state, (), random.Random(0))
+    assert scenario.preference(state, apis["take_task_id"], (read.outputs[0],), 3) > 1, "a fresh answer is used"
+    (binding,) = apis["take_task_id"].bindings(state)
+    take = apis["take_task_id"].apply(state, binding, random.Random(0))
+    assert take.code == f"{take.outputs[0]} = {read.outputs[0]}['tasks'][0]['id']"
+    assert apis["complete_task"].bindings(state) == [(take.outputs[0],)], "the taken id is a task's"
+    apis["list_tasks"].apply(state, (), random.Random(0))
+    assert apis["take_task_id"].bindings(state) == [], "the first task listed has a name now: no second take"

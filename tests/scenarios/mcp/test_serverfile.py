@@ -13,7 +13,8 @@ def test_the_shipped_memory_file_reads():
     file = load("memory")
     assert "memory" in shipped() and file.name == "memory" and file.reset == RESTART
     assert file.env == {"MEMORY_FILE_PATH": "{dir}/memory.jsonl"}
-    assert [c.tool for c in file.population] == ["create_entities", "create_relations"]
+    assert [(c.tool, c.named) for c in file.population] == [("create_entities", False), ("create_entities", True),
+                                                            ("create_relations", True)]
     assert file.substitute("{here}/x", "/tmp/d").startswith(str(file.path.parent.resolve()))
     assert file.substitute(file.env["MEMORY_FILE_PATH"], "/tmp/d") == "/tmp/d/memory.jsonl"
 
