@@ -11,6 +11,7 @@ Examples:
   python -m builder --fresh --against stateeval --out stateeval-fresh   # or --against ORG/stateeval@v1.0.0
   python -m builder --executor ray --ray-address auto    # oracles and mutants on a Ray cluster (ray start)
   python -m builder publish --dir stateeval --repo ORG/stateeval --version v1.0.0 --dry-run   # see --help
+  python -m builder readiness --service kinto --out readiness   # what its documentation misses; see --help
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import argparse
 import sys
 
 from builder.config import DEFAULT_PRECISION, BuildConfig
+from builder.services import register_service
 from core.arguments import INTERRUPTED, Parser, at_least_one, positive_seconds
 from core.sandbox.executor import add_executor_options, check_choice
 from evaluate.intervals import tasks_for
@@ -79,24 +81,6 @@ def half_width(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a half-width: give a number between 0 and 0.5, for "
                                          "example 0.05 for five points")
     return value
-
-
-def register_service(p: argparse.ArgumentParser, path: str) -> str:
-    """Register a service file's scenario and probe its service (`scenarios.rest`); its name. A file, service or
-    document that cannot be used ends the command with one line and exit status 2."""
-    from scenarios import get_scenario
-    from scenarios.mcp.client import ServerError
-    from scenarios.rest.process import ServiceError
-    from scenarios.rest.registration import register
-    from scenarios.rest.schema import SpecError
-    from scenarios.rest.servicefile import ServiceFileError
-
-    try:
-        name = register(path)
-        get_scenario(name).model  # noqa: B018 - started and probed now, so that a failure is one line here
-    except (ServiceFileError, ServiceError, ServerError, SpecError) as exc:
-        p.exit(2, f"{p.prog}: error: {exc}\n")
-    return name
 
 
 def parse_args(argv: list[str] | None = None) -> BuildConfig:
@@ -239,6 +223,10 @@ def main(argv: list[str] | None = None) -> int:
         from builder.publish import main as publish_main
 
         return publish_main(argv[1:])
+    if argv[:1] == ["readiness"]:
+        from builder.readiness import main as readiness_main
+
+        return readiness_main(argv[1:])
     config, overwrite = parse(argv)
     from builder.checkpoint import describe
     from builder.dataset import DatasetError

@@ -252,6 +252,12 @@ class Scenario(ABC):
     def api_doc(self, tier: str = PAPER) -> str:
         """The documentation shown to the model on a task of `tier`."""
 
+    def readiness(self) -> list | None:
+        """The agent-readiness findings of the service or server this scenario is derived from
+        (`scenarios.readiness.Finding`: its documentation read, and a running instance observed), or None for a
+        world written by hand (the default)."""
+        return None
+
     def tool_specs(self, tier: str = PAPER) -> list:
         """The APIs as tools (`scenarios.calling.ToolSpec`), from the definition the documentation comes from, on
         the task's tier (`task_tier`); `--mode tools` adds `submit_result`. Light: the harness calls it."""

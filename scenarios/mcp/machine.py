@@ -329,6 +329,14 @@ class McpScenario(Scenario):
         return f"The setup block defines {inits}.{exists}" if state.inits else \
             f"The setup block defines nothing.{exists}"
 
+    def readiness(self):
+        from scenarios.mcp.client import Server
+        from scenarios.mcp.readiness import findings
+
+        model = self.model
+        with Server(self.file) as server:
+            return findings(model, server)
+
     def api_doc(self, tier: str = PAPER) -> str:
         from scenarios.mcp.doc import documentation
 

@@ -495,6 +495,14 @@ class RestScenario(Scenario):
         return (f"The setup block sets `BASE_URL` to the address of the {self.name} service and `HEADERS` to the "
                 f"headers every request sends, and defines {join_names(state.inits)}.{exists}")
 
+    def readiness(self):
+        from scenarios.rest.process import Service
+        from scenarios.rest.readiness import findings
+
+        model = self.model
+        with Service(self.file) as service:
+            return findings(model, service)
+
     def api_doc(self, tier: str = PAPER) -> str:
         """The kept operations' documentation (`scenarios.rest.doc`), each as its tool describes it, after a preamble
         of what several share."""

@@ -19,7 +19,7 @@ import shutil
 from functools import partial
 from pathlib import Path
 
-from scenarios import SCENARIOS, get_scenario
+from scenarios import SCENARIOS, get_scenario, readiness
 from scenarios.rest.learned import LEARNED, decide, made_up, shipped_fields
 from scenarios.mcp.serverfile import shipped as mcp_shipped
 from scenarios.rest.servicefile import ServiceFile, ServiceFileError, load
@@ -84,7 +84,7 @@ def registered(name: str) -> ServiceFile | None:
 
 def save(folder: str | Path, names: list[str]) -> None:
     """Copy the service files of the scenarios `names` that came from one into `folder/services`, with the
-    document each build read."""
+    document each build read and the service's agent-readiness report (`scenarios.readiness`)."""
     from scenarios.mcp import registration as servers
 
     for name in names:
@@ -92,6 +92,7 @@ def save(folder: str | Path, names: list[str]) -> None:
         if file is None:
             if servers.registered(name) is not None:
                 servers.save(Path(folder) / FOLDER, name)
+                readiness.write(Path(folder) / FOLDER, name, get_scenario(name).readiness())
             continue
         where = Path(folder) / FOLDER
         where.mkdir(parents=True, exist_ok=True)
@@ -109,3 +110,4 @@ def save(folder: str | Path, names: list[str]) -> None:
         learned = made_up(name)  # as decided: a resumed build keeps those of the run it goes on from
         learned = list(scenario.learned if learned is None else learned)
         (where / LEARNED.format(name=name)).write_text(json.dumps({"learned": learned}, indent=2) + "\n")
+        readiness.write(where, name, scenario.readiness())

@@ -1,0 +1,183 @@
+"""The agent-readiness report (scenarios/readiness.py): on a service and a server whose documentation has gaps planted
+beside parts it documents well, every planted gap is found, with its evidence, and nothing it documents is reported
+missing; on the real subjects (Kinto, the memory server) at least one observed behaviour their documentation leaves
+out is found."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from scenarios.readiness import Finding, render_json, render_markdown, similar
+from tests.scenarios.mcp.conftest import needs_memory, write_fake
+from tests.scenarios.rest.conftest import toml_value
+
+SHELF = Path(__file__).parent / "rest" / "shelf_service.py"
+ITEM = {"type": "object", "properties": {"id": {"type": "string"}, "name": {"type": "string"}}}
+BOOK = {"type": "object", "properties": {"id": {"type": "string"}, "name": {"type": "string"},
+                                         "created": {"type": "integer"}}}
+PAGE = {"type": "object", "properties": {"items": {"type": "array", "items": ITEM}, "next": {"type": "string"}}}
+BODY = {"content": {"application/json": {"schema": {"type": "object", "properties": {"name": {"type": "string"}}}}}}
+SHELF_ID = {"name": "shelf_id", "in": "path", "required": True, "schema": {"type": "string"},
+            "description": "the id of the shelf"}
+
+
+def ok(schema, status="200"):
+    return {status: {"description": "done", "content": {"application/json": {"schema": schema}}}}
+
+
+# Planted: GET /shelves/{shelf_id} lists no 404 (GET .../books/{book_id} does); POST /shelves's schema leaves out
+# `created` (that of POST .../books lists it); GET /shelves pages through an undescribed `limit` (that of .../books
+# says so); DELETE /shelves/{shelf_id} deletes the books on it unsaid; the two item reads are described alike.
+SPEC = {
+    "openapi": "3.0.3", "info": {"title": "shelves", "version": "1"},
+    "paths": {
+        "/shelves": {
+            "get": {"summary": "List the shelves", "parameters": [
+                {"name": "limit", "in": "query", "schema": {"type": "integer"}}], "responses": ok(PAGE)},
+            "post": {"summary": "Add a shelf", "requestBody": BODY, "responses": ok(ITEM, "201")}},
+        "/shelves/{shelf_id}": {
+            "parameters": [SHELF_ID],
+            "get": {"summary": "Get one shelf by its id", "responses": ok(ITEM)},
+            "put": {"summary": "Put a shelf of this id", "requestBody": BODY, "responses": ok(ITEM, "201")},
+            "delete": {"summary": "Delete a shelf", "responses": {"204": {"description": "deleted"}}}},
+        "/shelves/{shelf_id}/books": {
+            "parameters": [SHELF_ID],
+            "get": {"summary": "List a shelf's books", "parameters": [
+                {"name": "limit", "in": "query", "schema": {"type": "integer"},
+                 "description": "at most this many books a page; `next` in the answer asks for the next page"}],
+                "responses": ok(PAGE)},
+            "post": {"summary": "Add a book to a shelf", "requestBody": BODY, "responses": ok(BOOK, "201")}},
+        "/shelves/{shelf_id}/books/{book_id}": {
+            "parameters": [SHELF_ID, {"name": "book_id", "in": "path", "required": True,
+                                      "schema": {"type": "string"}, "description": "the id of the book"}],
+            "get": {"summary": "Get one shelf book by its id",
+                    "responses": {**ok(BOOK), "404": {"description": "no such book"}}},
+            "put": {"summary": "Put a book of this id on the shelf", "requestBody": BODY, "responses": ok(BOOK, "201")},
+            "delete": {"summary": "Take a book off its shelf",
+                       "responses": {"204": {"description": "deleted"}, "404": {"description": "no such book"}}}},
+    },
+}
+
+
+def shelf_file(folder: Path) -> Path:
+    lines = ['name = "shelves"', 'openapi = "/openapi.json"',
+             f'start = {toml_value(["{python}", str(SHELF), "{port}", "{dir}/openapi.json"])}',
+             'ready = "/openapi.json"', 'reset = "POST /reset"',
+             f'\n[files]\n"openapi.json" = {toml_value(json.dumps(SPEC))}',
+             '\n[[population]]\nmethod = "PUT"\npath = "/shelves/{draw:word@shelf}"\nbody = { name = "{draw:word}" }',
+             '\n[[population]]\nmethod = "PUT"\npath = "/shelves/{draw:@shelf}/books/{draw:hex:6}"\n'
+             'body = { name = "{draw:word}" }']
+    path = folder / "shelves.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def found(findings: list[Finding]) -> dict[tuple[str, str], Finding]:
+    return {(f.operation, f.kind): f for f in findings}
+
+
+@pytest.fixture(scope="module")
+def shelves(tmp_path_factory):
+    from scenarios.rest.model import probe
+    from scenarios.rest.process import Service
+    from scenarios.rest.readiness import findings
+    from scenarios.rest.servicefile import load
+
+    file = load(shelf_file(tmp_path_factory.mktemp("shelves")))
+    with Service(file) as service:
+        model = probe(file, service, service.operations())
+        return findings(model, service)
+
+
+def test_the_planted_gaps_of_a_service_are_found_with_their_evidence(shelves):
+    by = found(shelves)
+    missing = by[("GET /shelves/{shelf_id}", "undocumented status")]
+    assert "404" in missing.finding and missing.evidence.startswith("GET /shelves/no-such-item-0 -> 404")
+    made = by[("POST /shelves", "made-up fields")]
+    assert "`created`" in made.finding and "`id`" not in made.finding, "the schema lists id: only created is made up"
+    pages = by[("GET /shelves", "pagination")]
+    assert "`next`" in pages.finding and "1 of 3 items" in pages.evidence
+    cascade = by[("DELETE /shelves/{shelf_id}", "delete cascade")]
+    assert cascade.finding.startswith("also deletes the books under it") and cascade.evidence.endswith("-> 404")
+    assert ("GET /shelves/{shelf_id}", "indistinct") in by, "two reads described alike"
+    assert ("GET /shelves", "undescribed parameter") in by and "`limit`" in by[("GET /shelves",
+                                                                                "undescribed parameter")].finding
+
+
+def test_what_a_service_documents_is_not_reported_missing(shelves):
+    by = found(shelves)
+    assert ("GET /shelves/{shelf_id}/books/{book_id}", "undocumented status") not in by, "its 404 is listed"
+    assert ("POST /shelves/{shelf_id}/books", "made-up fields") not in by, "its schema lists created"
+    assert ("GET /shelves/{shelf_id}/books", "pagination") not in by, "its limit says it pages"
+    assert not any(f.kind == "no description" for f in shelves), "every operation has a summary"
+    assert not any(f.kind == "undescribed parameter" and f.operation != "GET /shelves" for f in shelves)
+    assert all(f.evidence for f in shelves if f.kind in ("undocumented status", "made-up fields", "pagination",
+                                                         "delete cascade")), "an observed finding shows its call"
+
+
+def test_the_report_is_one_table_and_json(shelves):
+    markdown = render_markdown("shelves", shelves)
+    table = [line for line in markdown.splitlines() if line.startswith("| ")]
+    assert len(table) == len(shelves) + 1 and table[0].startswith("| operation | kind | finding | evidence |")
+    plain = json.loads(render_json("shelves", shelves))
+    assert len(plain["findings"]) == len(shelves) and {"recommendation", "evidence", "observed"} <= set(
+        plain["findings"][0])
+    assert similar("Get one shelf by its id", "Get one shelf book by its id")
+    assert not similar("List the shelves", "Add a shelf")
+
+
+def test_a_server_s_planted_gaps_are_found(tmp_path):
+    from scenarios.mcp.client import Server
+    from scenarios.mcp.model import probe
+    from scenarios.mcp.readiness import findings
+    from scenarios.mcp.serverfile import load
+
+    file = load(write_fake(tmp_path))
+    with Server(file) as server:
+        by = found(findings(probe(file, server), server))
+    error = by[("complete_task", "undocumented error")]
+    assert "task id that does not exist" in error.finding and "error: " in error.evidence
+    assert ("create_task", "made-up fields") in by and ("list_tasks", "untyped answer") in by
+    assert "`title`" in by[("create_task", "undescribed parameter")].finding
+    assert ("list_tasks", "undocumented error") not in by, "a reader takes no key"
+
+
+@needs_memory
+def test_the_memory_server_s_report_observes_what_its_descriptions_leave_out(tmp_path):
+    from builder.__main__ import main
+
+    assert main(["readiness", "--mcp", "memory", "--out", str(tmp_path)]) == 0
+    plain = json.loads((tmp_path / "memory.readiness.json").read_text())
+    by = {(f["operation"], f["kind"]): f for f in plain["findings"]}
+    assert "not found" in by[("add_observations", "undocumented error")]["evidence"]
+    assert ("create_entities", "repeated create") in by
+    assert not any(f["kind"] == "delete cascade" for f in plain["findings"]), \
+        "delete_entities says it deletes the associated relations"
+    assert (tmp_path / "memory.readiness.md").read_text().startswith("# Agent readiness: memory")
+
+
+def test_kinto_s_report_observes_what_its_document_leaves_out(tmp_path):
+    pytest.importorskip("kinto")
+    from builder.__main__ import main
+
+    assert main(["readiness", "--service", "kinto", "--out", str(tmp_path)]) == 0
+    plain = json.loads((tmp_path / "kinto.readiness.json").read_text())
+    observed = {(f["operation"], f["kind"]) for f in plain["findings"] if f["observed"]}
+    assert ("GET /v1/buckets", "pagination") in observed
+    assert ("DELETE /v1/buckets/{bucket_id}/collections/{id}", "delete cascade") in observed
+    assert "127.0.0.1" not in json.dumps(plain), "no instance's address: the same report on every run"
+
+
+def test_readiness_needs_a_file():
+    from builder.__main__ import main
+
+    with pytest.raises(SystemExit) as caught:
+        main(["readiness"])
+    assert caught.value.code == 2
+
+
+__all__ = ["sys"]
