@@ -196,7 +196,8 @@ def parse(argv: list[str] | None = None) -> tuple[BuildConfig, bool]:
         p.error("--match-pool applies to a fresh split only: add --fresh --against PREVIOUS")
     if problem := check_choice(a.executor, a.ray_address):
         p.error(problem)
-    services = [register_service(p, path) for path in [*a.service, *a.mcp]]
+    services = [register_service(p, path) for path in a.service] + [register_service(p, path, True)
+                                                                    for path in a.mcp]
     chosen = a.scenarios if a.scenarios is not None else "" if services else ",".join(d.scenarios)
     names = [s.strip() for s in chosen.split(",") if s.strip()] + [s for s in services if s not in chosen.split(",")]
     unknown = [s for s in names if s not in scenario_names(examples=True)]

@@ -39,8 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     if not a.service and not a.mcp:
         p.error("name a file: --service FILE or --mcp FILE")
-    for path in [*a.service, *a.mcp]:
-        name = register_service(p, path)
+    for path, server in [*((f, False) for f in a.service), *((f, True) for f in a.mcp)]:
+        name = register_service(p, path, server)
         try:
             found = get_scenario(name).readiness()
         except (ServiceError, ServerError) as exc:

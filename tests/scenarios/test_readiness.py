@@ -6,7 +6,6 @@ out is found."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -172,12 +171,14 @@ def test_kinto_s_report_observes_what_its_document_leaves_out(tmp_path):
     assert "127.0.0.1" not in json.dumps(plain), "no instance's address: the same report on every run"
 
 
-def test_readiness_needs_a_file():
+def test_readiness_needs_a_file_and_names_the_kind_it_was_given(capsys):
     from builder.__main__ import main
 
     with pytest.raises(SystemExit) as caught:
         main(["readiness"])
     assert caught.value.code == 2
+    with pytest.raises(SystemExit) as caught:
+        main(["readiness", "--mcp", "no-such-server"])
+    error = capsys.readouterr().err
+    assert caught.value.code == 2 and "give the path of a server file" in error and "memory" in error
 
-
-__all__ = ["sys"]
