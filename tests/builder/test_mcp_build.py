@@ -33,7 +33,9 @@ def test_a_server_that_makes_its_own_ids_builds_and_its_reference_scores_100(tmp
     out = tmp_path / "ds"
     manifest = build(str(write_fake(tmp_path)), out, 4)
     assert manifest["counts"]["tasks"] >= 3
-    assert sorted(p.name for p in (out / "services").iterdir()) == ["tasks.model.json", "tasks.toml"]
+    assert sorted(p.name for p in (out / "services").iterdir()) == ["tasks.model.json", "tasks.readiness.json",
+                                                                     "tasks.readiness.md", "tasks.toml"]
+    assert "| `complete_task` | undocumented error |" in (out / "services" / "tasks.readiness.md").read_text()
     rows = load_rows(out)
     assert all("create_task(" in r["reference_program"] for r in rows)
     assert any("<made-" in json.dumps(r["test_cases"], default=str) for r in rows), "the ids it made are renamed"

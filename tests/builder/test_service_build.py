@@ -66,7 +66,7 @@ def test_kinto_builds_the_same_bytes_twice(kinto_build, tmp_path):
     first, manifest = kinto_build
     second = build(str(SERVICES / "kinto.toml"), tmp_path / "b", 4)  # (named by its path this time)
     assert manifest["content_hash"] == second["content_hash"], "same seed, same service: the same bytes"
-    for name in ("kinto.toml", "kinto.openapi.json", "kinto.learned.json"):
+    for name in ("kinto.toml", "kinto.openapi.json", "kinto.learned.json", "kinto.readiness.md", "kinto.readiness.json"):
         assert (first / "services" / name).read_bytes() == (tmp_path / "b" / "services" / name).read_bytes()
 
 
@@ -76,6 +76,7 @@ def test_kinto_builds_a_verified_split_and_its_reference_scores_100(kinto_build,
     assert first["counts"]["kinto"] >= 3
     learned = json.loads((built / "services" / "kinto.learned.json").read_text())["learned"]
     assert "data.last_modified" in learned, "the fields Kinto makes up are learned once and shipped"
+    assert "| pagination |" in (built / "services" / "kinto.readiness.md").read_text(), "its readiness report"
     shards = b"".join(p.read_bytes() for p in sorted(built.rglob("*.parquet")))
     assert b"<made-" in shards, "the ids Kinto made are stored renamed"
 
