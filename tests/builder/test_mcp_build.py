@@ -64,6 +64,13 @@ def test_the_memory_server_builds_from_its_file_and_its_reference_scores_100(mem
     assert all(r["binding_count"] >= 1 for r in rows)
     assert any("create_entities(" in r["reference_program"] for r in rows)
     scores_100_in_both_modes(out, tmp_path, "memory")
+    # Its readiness report, written beside the build, observes what the tools' descriptions leave out, and not what
+    # they state: delete_entities says it deletes the associated relations.
+    plain = json.loads((out / "services" / "memory.readiness.json").read_text())
+    by = {(f["operation"], f["kind"]): f for f in plain["findings"]}
+    assert "not found" in by[("add_observations", "undocumented error")]["evidence"]
+    assert ("create_entities", "repeated create") in by
+    assert not any(f["kind"] == "delete cascade" for f in plain["findings"])
 
 
 @needs_memory
@@ -72,5 +79,5 @@ def test_the_memory_server_builds_the_same_bytes_twice(memory_build, tmp_path):
     first, manifest = memory_build
     second = build("memory", tmp_path / "b", 4)
     assert manifest["content_hash"] == second["content_hash"]
-    for name in ("memory.toml", "memory.model.json"):
+    for name in ("memory.toml", "memory.model.json", "memory.readiness.md"):
         assert (first / "services" / name).read_bytes() == (tmp_path / "b" / "services" / name).read_bytes()

@@ -1,7 +1,7 @@
 """The agent-readiness report (scenarios/readiness.py): on a service and a server whose documentation has gaps planted
 beside parts it documents well, every planted gap is found, with its evidence, and nothing it documents is reported
-missing; on the real subjects (Kinto, the memory server) at least one observed behaviour their documentation leaves
-out is found."""
+missing. The real subjects' reports (Kinto, the memory server) are checked on their builds, beside which they are
+written (tests/builder/test_service_build.py, test_mcp_build.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from scenarios.readiness import Finding, render_json, render_markdown, similar
-from tests.scenarios.mcp.conftest import needs_memory, write_fake
-from tests.scenarios.rest.conftest import toml_value
+from tests.scenarios.mcp.conftest import write_fake
+from tests.scenarios.rest.conftest import isolated_registry, toml_value  # noqa: F401 - a fixture
 
 SHELF = Path(__file__).parent / "rest" / "shelf_service.py"
 ITEM = {"type": "object", "properties": {"id": {"type": "string"}, "name": {"type": "string"}}}
@@ -129,46 +129,19 @@ def test_the_report_is_one_table_and_json(shelves):
     assert not similar("List the shelves", "Add a shelf")
 
 
-def test_a_server_s_planted_gaps_are_found(tmp_path):
-    from scenarios.mcp.client import Server
-    from scenarios.mcp.model import probe
-    from scenarios.mcp.readiness import findings
-    from scenarios.mcp.serverfile import load
+def test_a_server_s_planted_gaps_are_found_by_the_command(tmp_path, isolated_registry):
+    from builder.__main__ import main
 
-    file = load(write_fake(tmp_path))
-    with Server(file) as server:
-        by = found(findings(probe(file, server), server))
+    assert main(["readiness", "--mcp", str(write_fake(tmp_path)), "--out", str(tmp_path / "r")]) == 0
+    plain = json.loads((tmp_path / "r" / "tasks.readiness.json").read_text())
+    by = {(f["operation"], f["kind"]): Finding(**{k: v for k, v in f.items() if k != "observed"})
+          for f in plain["findings"]}
+    assert (tmp_path / "r" / "tasks.readiness.md").read_text().startswith("# Agent readiness: tasks")
     error = by[("complete_task", "undocumented error")]
     assert "task id that does not exist" in error.finding and "error: " in error.evidence
     assert ("create_task", "made-up fields") in by and ("list_tasks", "untyped answer") in by
     assert "`title`" in by[("create_task", "undescribed parameter")].finding
     assert ("list_tasks", "undocumented error") not in by, "a reader takes no key"
-
-
-@needs_memory
-def test_the_memory_server_s_report_observes_what_its_descriptions_leave_out(tmp_path):
-    from builder.__main__ import main
-
-    assert main(["readiness", "--mcp", "memory", "--out", str(tmp_path)]) == 0
-    plain = json.loads((tmp_path / "memory.readiness.json").read_text())
-    by = {(f["operation"], f["kind"]): f for f in plain["findings"]}
-    assert "not found" in by[("add_observations", "undocumented error")]["evidence"]
-    assert ("create_entities", "repeated create") in by
-    assert not any(f["kind"] == "delete cascade" for f in plain["findings"]), \
-        "delete_entities says it deletes the associated relations"
-    assert (tmp_path / "memory.readiness.md").read_text().startswith("# Agent readiness: memory")
-
-
-def test_kinto_s_report_observes_what_its_document_leaves_out(tmp_path):
-    pytest.importorskip("kinto")
-    from builder.__main__ import main
-
-    assert main(["readiness", "--service", "kinto", "--out", str(tmp_path)]) == 0
-    plain = json.loads((tmp_path / "kinto.readiness.json").read_text())
-    observed = {(f["operation"], f["kind"]) for f in plain["findings"] if f["observed"]}
-    assert ("GET /v1/buckets", "pagination") in observed
-    assert ("DELETE /v1/buckets/{bucket_id}/collections/{id}", "delete cascade") in observed
-    assert "127.0.0.1" not in json.dumps(plain), "no instance's address: the same report on every run"
 
 
 def test_readiness_needs_a_file_and_names_the_kind_it_was_given(capsys):
