@@ -11,7 +11,7 @@ Examples:
   python -m builder --fresh --against stateeval --out stateeval-fresh   # or --against ORG/stateeval@v1.0.0
   python -m builder --executor ray --ray-address auto    # oracles and mutants on a Ray cluster (ray start)
   python -m builder publish --dir stateeval --repo ORG/stateeval --version v1.0.0 --dry-run   # see --help
-  python -m builder readiness --service kinto --out readiness   # what its documentation misses; see --help
+  python -m builder readiness --service my-service.toml         # what its documentation misses; see --help
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """python -m builder readiness: the agent-readiness report of a REST service or an MCP server, from its file alone.
 
-  python -m builder readiness --service scenarios/rest/services/kinto.toml --out readiness
-  python -m builder readiness --mcp memory                                   # a shipped file by name
+  python -m builder readiness --service my-service.toml --out readiness
+  python -m builder readiness --mcp my-server.toml     # or a file that comes with StateEval, by name (see --help)
 
 For each operation or tool: what in its documentation a model is likely to miss, and what to add. The document is
 read (no description, parameters without a description or an example, untyped bodies and answers, two operations a
@@ -25,16 +25,18 @@ def main(argv: list[str] | None = None) -> int:
     from builder.services import register_service
     from scenarios import get_scenario, readiness
     from scenarios.mcp.client import ServerError
+    from scenarios.mcp.serverfile import shipped as shipped_servers
     from scenarios.rest.process import ServiceError
+    from scenarios.rest.servicefile import shipped as shipped_services
 
     p = Parser(prog="python -m builder readiness", description=__doc__.split("\n\n")[0],
-               epilog="\n\n".join(__doc__.split("\n\n")[1:]), formatter_class=_Raw)
+               epilog="\n\n".join(__doc__.split("\n\n")[1:]), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--service", action="append", default=[], metavar="FILE",
-                   help="a service file (TOML: start, openapi, reset, population; docs/services.md), or a shipped "
-                        "one by name; may be repeated")
+                   help="a service file (TOML: start, openapi, reset, population; docs/services.md), or one that "
+                        f"comes with StateEval by name ({', '.join(shipped_services())}); may be repeated")
     p.add_argument("--mcp", action="append", default=[], metavar="FILE",
-                   help="an MCP server file (TOML: command, reset, population; docs/services.md), or a shipped one "
-                        "by name; may be repeated")
+                   help="an MCP server file (TOML: command, reset, population; docs/services.md), or one that "
+                        f"comes with StateEval by name ({', '.join(shipped_servers())}); may be repeated")
     p.add_argument("--out", default="readiness", metavar="DIR", help="where the reports go (default: readiness)")
     a = p.parse_args(argv)
     if not a.service and not a.mcp:
@@ -49,10 +51,6 @@ def main(argv: list[str] | None = None) -> int:
         observed = sum(f.observed for f in found)
         print(f"{name}: {len(found)} findings ({observed} observed on a running instance): {written}")
     return 0
-
-
-class _Raw(argparse.RawDescriptionHelpFormatter):
-    pass
 
 
 if __name__ == "__main__":
