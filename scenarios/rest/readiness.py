@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from scenarios.calling import answer_body
 from scenarios.readiness import Documented, Finding, by_operation, documentation_findings, mentions, short
-from scenarios.rest.model import Model, draw, is_item, path_parameters, resource
+from scenarios.rest.model import Model, _fill, _ok, draw, is_item, path_parameters, resource
 from scenarios.rest.openapi import Operation
 
 SEED = 0
@@ -84,31 +84,16 @@ class _Observer:
             if op.method == "DELETE" and is_item(op):
                 self.cascade(op, out)
 
-    def path(self, op: Operation, known: dict, last: str | None = None) -> str | None:
-        """A concrete path of `op` on a known item (its last parameter `last`, when given, on its known parents)."""
+    @staticmethod
+    def path(op: Operation, known: dict, last: str | None = None) -> str | None:
+        """A concrete path of `op` on a known item (`_fill`), or with its last parameter `last` on known parents."""
+        if last is None:
+            return _fill(op, known)
         params = path_parameters(op)
         if not params:
             return op.path
-        if last is not None:
-            if len(params) == 1:
-                return op.path.replace("{" + params[0] + "}", last)
-            parent = self.path_of(resource(op.path, len(params) - 2), known, len(params) - 1)
-            return None if parent is None else self._put(op.path, params, [*parent, last])
-        values = self.path_of(resource(op.path, len(params) - 1), known, len(params))
-        return None if values is None else self._put(op.path, params, values)
-
-    @staticmethod
-    def path_of(res: str, known: dict, count: int) -> list[str] | None:
-        for value, parents in known.get(res, []):
-            if len(parents) + 1 == count:
-                return [*parents, value]
-        return None
-
-    @staticmethod
-    def _put(template: str, params: list[str], values: list[str]) -> str:
-        for name, value in zip(params, values):
-            template = template.replace("{" + name + "}", str(value), 1)
-        return template
+        parents = _values(resource(op.path, len(params) - 2), known, len(params) - 1) if len(params) > 1 else []
+        return None if parents is None else _put(op.path, params, [*parents, last])
 
     def missing(self, op: Operation, out: list[Finding]) -> None:
         known = self.fresh()
@@ -120,7 +105,7 @@ class _Observer:
             out.append(Finding(op.label, "undocumented status", f"answers {answer.status_code} for an item that "
                                "does not exist; its responses do not list it",
                                f"list the {answer.status_code} response and say when it is answered",
-                               f"{op.method} {path} -> {answer.status_code} {short(_body(answer))}"))
+                               f"{op.method} {path} -> {answer.status_code} {short(answer_body(answer))}"))
 
     def not_an_object(self, op: Operation, out: list[Finding]) -> None:
         known = self.fresh()
@@ -133,7 +118,7 @@ class _Observer:
                                "not an object; its responses do not list it",
                                f"list the {answer.status_code} response and what makes a body invalid",
                                f"{op.method} {path} with the body \"not an object\" -> {answer.status_code} "
-                               f"{short(_body(answer))}"))
+                               f"{short(answer_body(answer))}"))
 
     def made_up(self, op: Operation, out: list[Finding]) -> None:
         known = self.fresh()
@@ -199,14 +184,12 @@ class _Observer:
         readers = [r for r in self.model.operations if r.method == "GET" and is_item(r)
                    and resource(r.path).startswith(own + "/") and r.id not in self.model.broken]
         for reader in readers:
-            known = self.fresh()
-            child = self.path(reader, known)
-            depth = len(path_parameters(op))
-            values = self.path_of(resource(reader.path, len(path_parameters(reader)) - 1), known,
-                                  len(path_parameters(reader)))
-            if child is None or values is None or not _ok(self.service.request("GET", child)):
+            params = path_parameters(reader)
+            values = _values(resource(reader.path, len(params) - 1), self.fresh(), len(params))
+            child = None if values is None else _put(reader.path, params, values)
+            if child is None or not _ok(self.service.request("GET", child)):
                 continue
-            target = self._put(op.path, path_parameters(op), values[:depth])
+            target = _put(op.path, path_parameters(op), values[:len(path_parameters(op))])
             if not _ok(self.service.request("DELETE", target)):
                 continue
             after = self.service.request("GET", child)
@@ -223,12 +206,18 @@ class _Observer:
             return
 
 
-def _ok(answer) -> bool:
-    return 200 <= answer.status_code < 300
+def _values(res: str, known: dict, count: int) -> list[str] | None:
+    """The path values (parents first) of the first known item of `res` that has `count` of them."""
+    for value, parents in known.get(res, []):
+        if len(parents) + 1 == count:
+            return [*parents, value]
+    return None
 
 
-def _body(answer) -> Any:
-    return answer_body(answer)
+def _put(template: str, params: list[str], values: list[str]) -> str:
+    for name, value in zip(params, values):
+        template = template.replace("{" + name + "}", str(value), 1)
+    return template
 
 
 def _leaves(value: Any, at: str = "", depth: int = 0):
