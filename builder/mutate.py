@@ -6,7 +6,8 @@ is killed. A survivor then runs on probe inputs (more fresh values of the same s
 becomes a test case of the task (the oracle is strengthened); a mutant that survives every probe is recorded as
 equivalent, except a dropped or skipped call, which means the call is dead and drops the task (`weak_oracle`); on
 the frontier tier, so does a construct's own mutant, and a recovery's branch mutant (`scenarios.grammar.BRANCHES`)
-means that no input takes that branch (`uncovered_branch`).
+means that no input takes that branch (`uncovered_branch`). A scenario whose reads can coincide
+(`Scenario.distinct_answers`) drops a task whose RESULT holds two items equal on every test case (`weak_oracle`).
 
 Mutants run where the runs are cheapest first: every mutant on the first test case, only the survivors on the
 others, and only the last survivors on probes, all on the sandbox's warm workers. Some need no run at all: a
@@ -454,11 +455,27 @@ def analyse_mutants(drafts: list, sandbox, config, rejections: Counter) -> list:
         d.mutation = {"mutants": total, "killed": total - len(survivors), "equivalent": len(survivors),
                       "score": (total - len(survivors)) / total if total else 1.0,
                       "equivalents": [m.describe() for m in survivors]}
+        alike = _alike(d.cases) if get_scenario(d.scenario).distinct_answers else None
         if dead:
             rejections[_rejection(d.scenario, dead[0])[:160]] += 1
+        elif alike:
+            rejections[f"{d.scenario}: weak_oracle (RESULT items {alike[0] + 1} and {alike[1] + 1} are equal on "
+                       "every input)"] += 1
         else:
             kept.append(d)
     return kept
+
+
+def _alike(cases: list) -> tuple[int, int] | None:
+    """The first two RESULT items equal on every test case (a swap of them, or either kept twice, passes), or None."""
+    results = [json.loads(c.expected_result) for c in cases if c.expected_result is not None]
+    if not results or not all(isinstance(r, list) and len(r) == len(results[0]) for r in results):
+        return None
+    for i in range(len(results[0])):
+        for j in range(i + 1, len(results[0])):
+            if all(json.dumps(r[i], sort_keys=True) == json.dumps(r[j], sort_keys=True) for r in results):
+                return i, j
+    return None
 
 
 def _rejection(scenario: str, mutant: Mutant) -> str:

@@ -109,7 +109,9 @@ def analyse(reference: str) -> Flow:
                 paths = [p + q for p in paths for q in block(node.body, [[]]) + block(node.orelse, [[]])]
             elif is_call(node):
                 reads = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+                # what it assigns, a name it binds inside the call (`f(name=(entity3 := 'apple_12'))`) included
                 outputs = _targets(node) if not isinstance(node, ast.Expr) else []
+                outputs += [n.target.id for n in ast.walk(node) if isinstance(n, ast.NamedExpr)]
                 calls.append(CallSite(len(calls), node, outputs, reads))
                 paths = [p + [calls[-1].index] for p in paths]
         return paths

@@ -228,6 +228,10 @@ class Scenario(ABC):
     # Calls on every path beyond the build's --calls: a service's task must make a resource before a call can use
     # it, where a hand-built world's state is mostly prepared by its setup block
     make_calls: int = 0
+    # Whether a task whose RESULT holds two items equal on every test case is dropped: a model that swaps them, or
+    # keeps one twice, passes. A derived world's reads can coincide (two tools that show the same thing); the
+    # hand-built worlds keep the tasks they always made.
+    distinct_answers: bool = False
 
     def make_world(self) -> "World":
         """A new instance of this scenario's world (heavy: only inside a sandbox worker); by default `world`'s class

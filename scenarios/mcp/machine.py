@@ -1,8 +1,9 @@
 """The state machine of a scenario derived from an MCP server's file: one API per tool the model keeps.
 
-Variables: a key's value (`entity1`: declared in the setup block when the population sent it, or taken from the
-answer of the tool that made it: `entity3 = create_entities(...)['entities'][0]['name']`, or the first value a
-listing shows: `entity4 = answer1['entities'][0]['name']`) and an answer (`answer1`: what a read-only tool
+Variables: a key's value (`entity1`: declared in the setup block when the population sent it; a fresh value the
+program chooses and sends, `create_entities(entities=[{'name': (entity3 := 'apple_12'), ...}])`; taken
+from the answer of the tool that made it when the server made it up: `task3 = create_task(...)['id']`; or the first
+value a listing shows: `entity4 = answer1['entities'][0]['name']`) and an answer (`answer1`: what a read-only tool
 answered). Every other argument is drawn from the tool's input schema and written into the
 call; an argument that refers to a key (`scenarios.mcp.model.Edge`) takes a live variable of that key.
 
@@ -17,6 +18,7 @@ builder first asks for the APIs; the harness, which only compares, never starts 
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import keyword
@@ -131,11 +133,17 @@ class ToolAPI(API):
             value = fresh_key(rng)
             while json.dumps(value) in taken:
                 value = fresh_key(rng)
-            if self.makes.sent is not None:
-                put(arguments, self.makes.sent, value)
             name = state.produce(_prefix(self.makes.noun), self.makes.name, {"value": value}, self.name)
-            where = "".join(f"[{k!r}]" for k in self.makes.answer)
-            code = f"{name} = {call_code(self.name, arguments)}{where}"
+            if self.makes.sent is not None:
+                # A key the program chooses: the variable takes the value where the call sends it, rather than
+                # reading it back from the answer (`[0]` of a one-item answer, which `[-1]` would read alike).
+                sent = copy.deepcopy(arguments)
+                put(sent, self.makes.sent, Ref(f"({name} := {value!r})", ""))
+                put(arguments, self.makes.sent, value)
+                code = call_code(self.name, sent)
+            else:
+                where = "".join(f"[{k!r}]" for k in self.makes.answer)
+                code = f"{name} = {call_code(self.name, arguments)}{where}"
             out = [name]
         elif self.kind == ANSWER:
             order = state.extra.get(ORDER, {})
@@ -228,6 +236,7 @@ class McpScenario(Scenario):
 
     world = "scenarios.mcp.world:McpWorld"
     make_calls = 2
+    distinct_answers = True
 
     def __init__(self, file):
         self.file = file
