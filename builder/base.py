@@ -137,6 +137,10 @@ class BaseProgram(ABC):
         """The documentation its task shows: the scenario's, on the program's tier."""
         return self.scenario.api_doc(self.tier)
 
+    def enriched_doc(self) -> str:
+        """The same documentation with what a running instance of the service showed added (`api_doc_enriched`)."""
+        return self.scenario.enriched_doc(self.tier)
+
     def levers(self) -> list[str]:
         """What the program must get right beyond its calls (pagination, versions, loops, ...), sorted: the task
         record's `levers`. Default: none."""

@@ -210,6 +210,7 @@ def to_record(d: Draft, config: BuildConfig) -> TaskRecord:
         facts=[f.describe() for f in d.facts],
         setup_code=d.cases[0].setup_code,
         api_doc=p.api_doc(),
+        api_doc_enriched=p.enriched_doc(),
         reference_program=p.reference_code(),
         test_cases=d.cases,
         api_calls=api_calls,

@@ -26,7 +26,7 @@ from core.records import DATA_DIR, TaskRecord
 MAJOR, MINOR, PATCH = "major", "minor", "patch"
 LEVELS = (PATCH, MINOR, MAJOR)
 # What a model is asked and how it is judged: a change to any of these for an existing task is a new major version.
-ASKED = ("instruction", "instruction_steps", "instruction_vague", "facts", "api_doc", "setup_code")
+ASKED = ("instruction", "instruction_steps", "instruction_vague", "facts", "api_doc", "api_doc_enriched", "setup_code")
 JUDGED = ("reference_program", "test_cases")
 PROVENANCE = ("created_at", "builder_version", "translator")  # changes no task
 SHOWN = 3  # task ids named per reason

@@ -55,7 +55,7 @@ MUTATION = pa.struct([  # the build's mutation analysis of the reference (builde
 
 # Columns added since the first release, with the value an older shard's rows read as: a dataset built by an
 # earlier version still loads (its schema is SCHEMA less these columns), so old releases stay scorable.
-ADDED = {"levers": []}
+ADDED = {"levers": [], "api_doc_enriched": ""}
 
 SCHEMA = pa.schema([
     ("task_id", pa.string()),
@@ -66,6 +66,9 @@ SCHEMA = pa.schema([
     ("facts", pa.list_(pa.string())),  # what the oracle depends on, which every variant states (builder/facts.py)
     ("setup_code", pa.string()),
     ("api_doc", pa.string()),
+    # api_doc with what a running instance showed that it does not state (a world derived from a service or an MCP
+    # server; "" for a world written by hand): what `python -m evaluate --doc enriched` shows
+    ("api_doc_enriched", pa.string()),
     ("reference_program", pa.string()),
     ("test_cases", pa.list_(TEST_CASE)),
     ("api_calls", pa.list_(pa.string())),
@@ -130,6 +133,7 @@ class TaskRecord:
     translator: str
     translation: dict
     mutation: dict = field(default_factory=dict)
+    api_doc_enriched: str = ""
 
     def to_row(self) -> dict:
         row = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -297,13 +301,34 @@ def sample_lines(path: str | Path):
         yield n, task_id, code
 
 
-def results_name(variant: str, mode: str = "code") -> str:
-    """What `python -m evaluate` calls a run's report for an instruction variant and evaluation mode (natural
-    instructions in the default code mode: results.json; else results_vague.json, results_tools.json,
-    results_steps_explore.json, ...)."""
-    return f"results{run_suffix(variant, mode)}.json"
+# The documentation a model may be shown: the task's `api_doc` (spec, the default) or `api_doc_enriched`.
+DOCS = ("spec", "enriched")
 
 
-def run_suffix(variant: str, mode: str = "code") -> str:
-    """What tells apart the files of runs with another variant or mode in one run folder ('' for the default)."""
-    return ("" if variant == "natural" else f"_{variant}") + ("" if mode == "code" else f"_{mode}")
+def results_name(variant: str, mode: str = "code", doc: str = "spec") -> str:
+    """What `python -m evaluate` calls a run's report for an instruction variant, evaluation mode and documentation
+    (natural instructions in the default code mode on the spec: results.json; else results_vague.json,
+    results_tools.json, results_steps_explore.json, results_enriched.json, ...)."""
+    return f"results{run_suffix(variant, mode, doc)}.json"
+
+
+def run_suffix(variant: str, mode: str = "code", doc: str = "spec") -> str:
+    """What tells apart the files of runs with another variant, mode or documentation in one run folder ('' for
+    the default)."""
+    return ("" if variant == "natural" else f"_{variant}") + ("" if mode == "code" else f"_{mode}") \
+        + ("" if doc == "spec" else f"_{doc}")
+
+
+def with_doc(tasks: list[TaskRecord], doc: str) -> list[TaskRecord]:
+    """The tasks as a model is shown them with `doc` (DOCS): for "enriched", each task's `api_doc` is its
+    `api_doc_enriched`; DatasetError when a task has none (a world written by hand, or an older build)."""
+    if doc == "spec":
+        return tasks
+    if doc not in DOCS:
+        raise DatasetError(f"--doc {doc!r}: choose one of {', '.join(DOCS)}")
+    bare = sorted({t.scenario for t in tasks if not t.api_doc_enriched})
+    if bare:
+        raise DatasetError(f"--doc enriched: the {', '.join(bare)} tasks have no enriched documentation (only a world "
+                           "derived from a service or an MCP server has one, built by this version); pick the "
+                           "scenarios that have it with --scenario, or use --doc spec")
+    return [dataclasses.replace(t, api_doc=t.api_doc_enriched) for t in tasks]

@@ -12,6 +12,7 @@ Examples:
   python -m evaluate --model gpt-4.1-nano --mode explore --max-turns 5 # try code on a scratch world first
   python -m evaluate --samples answers.jsonl --executor ray --ray-address auto   # score on a Ray cluster
   python -m evaluate.report results/*/*/results.json                   # compare runs side by side
+  python -m evaluate --model gpt-4.1-nano --doc enriched --scenario kinto   # the documentation with what was observed
 
 Generations are cached in <out>/<model>/<revision>/generations.jsonl; running the same command again resumes.
 One run at a time writes that folder: a second one is refused while the first runs.
@@ -26,6 +27,7 @@ import sys
 
 from core.arguments import INCOMPLETE, INTERRUPTED, Parser, at_least_one, positive_seconds, price
 from core.backends import ALIASES, BACKENDS, Sampling
+from core.records import DOCS
 from core.sandbox.executor import add_executor_options, check_choice
 from evaluate.episodes import MODES
 from evaluate.run import EvalConfig
@@ -72,6 +74,12 @@ def parse_args(argv: list[str] | None = None) -> EvalConfig:
                         "to by what they are), steps (numbered steps dictating every call, parameter and name; "
                         "the easy tier, results_steps.json) or vague (the intent and every value without API or "
                         "parameter names; results_vague.json). Every variant states the same facts")
+    t.add_argument("--doc", choices=DOCS, default="spec",
+                   help="documentation shown to the model: spec (default; the task's api_doc) or enriched (its "
+                        "api_doc_enriched: the same text with what a running instance of the service or MCP server "
+                        "showed that it does not state; results_enriched.json). Scored on the same tasks, the two "
+                        "runs are compared by python -m evaluate.report's paired test: what the documentation's gaps "
+                        "cost a model")
     m = p.add_argument_group(
         "evaluation mode", "code (default): the model writes one program from the documentation, blind. tools: "
         "each test case is a conversation in which the model calls the APIs as tools (JSON schemas; tensors and "
@@ -119,7 +127,7 @@ def parse_args(argv: list[str] | None = None) -> EvalConfig:
         model=a.model, backend=a.backend, dataset=a.dataset, revision=a.revision, scenarios=scenarios,
         n_samples=a.n_samples, samples=a.samples, out=a.out, limit=a.limit, since=a.since, workers=a.workers,
         executor=a.executor, ray_address=a.ray_address,
-        timeout_s=a.timeout_s, sampling=sampling, backend_options=options, plot=a.plot, variant=a.variant,
+        timeout_s=a.timeout_s, sampling=sampling, backend_options=options, plot=a.plot, variant=a.variant, doc=a.doc,
         price=None if a.price_in is None else Price(a.price_in, a.price_out), mode=a.mode, max_turns=a.max_turns,
     )
 

@@ -2,7 +2,8 @@
 
 Scores are only comparable on the same tasks asked the same way, so the runs must share the dataset's content hash,
 the instruction variant, the evaluation mode and the difficulty tier; any difference is refused in one line unless --force is given
-(the table then shows the columns that differ, and nothing is ranked).
+(the table then shows the columns that differ, and nothing is ranked). The documentation shown (`--doc spec` or
+`enriched`) may differ: comparing the two on the same tasks is what measures what a documentation's gaps cost.
 """
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ Examples:
   python -m evaluate.report results/reference/local results/answers/local/results.json
   python -m evaluate.report results/*/local/results.json --plot figures --out comparison.md
   python -m evaluate.report --by operation results/answers/local     # where its samples went wrong, by operation
+  python -m evaluate.report RUN/results.json RUN/results_enriched.json  # what the documentation's gaps cost (--doc)
 
 Each RESULTS is a results.json written by python -m evaluate (or a kept run, <run folder>/runs/<id>.json), or the
-run folder holding it. Columns: the model, the run's id, the variant, the dataset's content hash, the samples per
+run folder holding it. Columns: the model, the run's id, the variant (and the documentation, when the run was shown
+the enriched one: --doc), the dataset's content hash, the samples per
 task (n), the tasks scored, pass@1 and success@1 (the program ran on every test case, right or not), pass@k for
 every k all runs report, arg_match (the share of the reference's calls made with the right API and arguments, a
 mean over samples) and the three most common causes of failure, the tokens the run's replies cost (~: a
@@ -144,7 +147,8 @@ def render_markdown(runs: list[Run], forced: bool = False) -> str:
         d, summary = r.data, r.summary
         overall = summary["overall"]
         rows.append([
-            r.label, str(d.get("run") or r.path.stem), str(d.get("variant") or "-"),
+            r.label, str(d.get("run") or r.path.stem),
+            str(d.get("variant") or "-") + ("" if d.get("doc", "spec") == "spec" else f", {d['doc']} doc"),
             str((d.get("dataset") or {}).get("content_hash") or "-")[:12],
             str((d.get("sampling") or {}).get("n_samples", "-")), str(overall.get("tasks", "-")),
             _rate(overall, "pass@1"), _rate(overall, "success@1"),

@@ -20,7 +20,8 @@ from core.errors import check_writable, writing
 from core.names import slug
 from core.progress import progress
 from core.provenance import library_versions
-from core.records import DatasetError, TaskRecord, created_after, load_tasks, results_name, run_suffix, sample_lines
+from core.records import DatasetError, TaskRecord, created_after, load_tasks, results_name, run_suffix, sample_lines, \
+    with_doc
 from core.sandbox.executor import LOCAL, check_reachable, make_executor
 from core.sandbox.harness import Executor, Job, Limits, require_verdicts
 from core.statuses import INFRA_ERROR, STATUSES
@@ -54,6 +55,7 @@ class EvalConfig:
     plot: bool = False
     since: str | None = None  # YYYY-MM-DD: score only tasks created after it (a fresh split's window)
     variant: str = "natural"  # which instruction the model is shown: natural, steps or vague
+    doc: str = "spec"  # which documentation: the task's api_doc (spec) or api_doc_enriched (enriched)
     price: Price | None = None  # USD per million prompt / completion tokens: the run's cost is reported
     mode: str = CODE  # code (one program, blind), tools (native tool calls), explore (try code, then answer)
     max_turns: int = DEFAULT_MAX_TURNS  # model turns per conversation (tools; explore: code runs before the answer)
@@ -175,7 +177,7 @@ def converse(config: EvalConfig, tasks: list[TaskRecord], sandbox: Executor):
         cache.close()
     if driver.resumed:
         print(f"resumed: {driver.resumed} turn(s) taken from {cache.path} without asking the model")
-    path = run_dir(config) / f"conversations{run_suffix(config.variant, config.mode)}.jsonl"
+    path = run_dir(config) / f"conversations{run_suffix(config.variant, config.mode, config.doc)}.jsonl"
     path.write_text("".join(json.dumps(c.transcript(), ensure_ascii=False) + "\n" for c in conversations))
     return (answers(tasks, conversations, config.mode, config.n_samples), conversation_usage(conversations),
             turns_used(conversations), lost_samples(conversations))
@@ -208,6 +210,7 @@ def run(config: EvalConfig) -> dict:
         tasks = created_after(tasks, config.since)
     if config.limit is not None:
         tasks = first_of_each_scenario(tasks, config.limit)
+    tasks = with_doc(tasks, config.doc)
     # A run that generates holds its folder (its cache and conversations) from here to its report; a --samples run
     # writes only the report, which `write_report` makes safe to race, and leaves no folder if it stops before
     # (it checks first that the folder can be made, rather than fail once everything is scored).
@@ -263,7 +266,7 @@ def _run(config: EvalConfig, tasks: list[TaskRecord], manifest: dict) -> dict:
         report["turns"] = turns_summary(turns)
     out = run_dir(config)
     with writing(out, resume=f", then run the same command again ({resume_note(config)})"):
-        kept, latest = write_report(out, report, results_name(config.variant, config.mode))
+        kept, latest = write_report(out, report, results_name(config.variant, config.mode, config.doc))
     report["path"], report["run_path"] = str(latest), str(kept)
     if config.plot:
         from evaluate.plots import plot_report
@@ -278,7 +281,7 @@ def finished_run(config: EvalConfig, tasks: list[TaskRecord], manifest: dict) ->
     the dataset content and its selection, variant, mode, sampling, time limit), the same library versions and a
     verdict for every sample, and for --samples the same programs (`answer_hash`). None otherwise: the run goes on
     as usual."""
-    path = run_dir(config) / results_name(config.variant, config.mode)
+    path = run_dir(config) / results_name(config.variant, config.mode, config.doc)
     try:
         last = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -323,6 +326,7 @@ def _head(config: EvalConfig, backend: str, manifest: dict, tasks: list[TaskReco
             "scenarios": sorted({t.scenario for t in tasks}),
         },
         "variant": config.variant,
+        "doc": config.doc,  # the documentation the model was shown: spec (api_doc) or enriched (api_doc_enriched)
         # how the model was evaluated: code (one program), tools (tool calls per test case) or explore; scores of
         # different modes are never ranked together
         "mode": config.mode,
@@ -341,7 +345,7 @@ def unfinished_verdicts(config: EvalConfig, head: dict, codes: dict[str, list]) 
     had the same settings on the same dataset content: (task, sample) -> its result, for every sample that has a
     verdict there for the same answer (`codes`, compared by `answer_hash`). Empty otherwise: a finished run is
     scored afresh when the command runs again (unless with --plot: see `finished_run`)."""
-    path = run_dir(config) / results_name(config.variant, config.mode)
+    path = run_dir(config) / results_name(config.variant, config.mode, config.doc)
     try:
         last = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -399,6 +403,8 @@ def settings_hash(report: dict) -> str:
     settings = {k: report.get(k) for k in SETTINGS}
     if report.get("mode", CODE) != CODE:  # (a code run's hash stays what it was before modes existed)
         settings.update(mode=report["mode"], max_turns=report.get("max_turns"))
+    if report.get("doc", "spec") != "spec":  # (and a run on the spec what it was before --doc existed)
+        settings.update(doc=report["doc"])
     if isinstance(settings["sandbox"], dict):  # how the sandbox contained the programs is an outcome, not a setting
         settings["sandbox"] = {"timeout_s": settings["sandbox"].get("timeout_s")}
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:8]

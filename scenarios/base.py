@@ -262,6 +262,24 @@ class Scenario(ABC):
         world written by hand (the default)."""
         return None
 
+    def findings(self) -> list | None:
+        """`readiness()`, worked out once per scenario (it starts the service or server): the build stores the
+        enriched documentation with every task and writes the report from the same findings."""
+        if "_findings" not in self.__dict__:
+            self.__dict__["_findings"] = self.readiness()
+        return self.__dict__["_findings"]
+
+    def enriched_doc(self, tier: str = PAPER) -> str:
+        """`api_doc` with what a running instance showed that it does not state, per operation
+        (`scenarios.readiness.enrich`; the same text when nothing was observed); "" for a world written by hand,
+        which has no readiness findings."""
+        findings = self.findings()
+        if findings is None:
+            return ""
+        from scenarios.readiness import enrich
+
+        return enrich(self.api_doc(tier), findings)
+
     def tool_specs(self, tier: str = PAPER) -> list:
         """The APIs as tools (`scenarios.calling.ToolSpec`), from the definition the documentation comes from, on
         the task's tier (`task_tier`); `--mode tools` adds `submit_result`. Light: the harness calls it."""

@@ -13,7 +13,9 @@ Two kinds of finding, one table:
   this run, and nothing the documentation states is reported as missing.
 
 `python -m builder readiness --service FILE` (or `--mcp FILE`) writes the report; every build of a service or a
-server writes it beside the service file in the dataset (`services/NAME.readiness.md` and `.json`).
+server writes it beside the service file in the dataset (`services/NAME.readiness.md` and `.json`), and stores with
+each task, besides the documentation (`api_doc`), the same text with what was observed added (`enrich`:
+`api_doc_enriched`, which `python -m evaluate --doc enriched` shows the model).
 """
 
 from __future__ import annotations
@@ -38,6 +40,12 @@ class Finding:
     @property
     def observed(self) -> bool:
         return bool(self.evidence)
+
+    @property
+    def behaviour(self) -> str:
+        """What was observed, as documentation would state it: a finding's first clause (the rest, after "; ",
+        says that the documentation does not)."""
+        return self.finding.split("; ")[0]
 
 
 KINDS = ("no description", "undescribed parameter", "untyped body", "untyped answer", "indistinct",
@@ -122,6 +130,19 @@ def render_markdown(name: str, findings: list[Finding]) -> str:
 def render_json(name: str, findings: list[Finding]) -> str:
     return json.dumps({"name": name, "findings": [{**asdict(f), "observed": f.observed} for f in findings]},
                       indent=2, sort_keys=True) + "\n"
+
+
+def enrich(doc: str, findings: list[Finding]) -> str:
+    """`doc` with what was observed added, per operation (`--doc enriched`): the same text when nothing was."""
+    observed = [f for f in findings if f.observed]
+    if not observed:
+        return doc
+    lines = [doc.rstrip(), "", "## Observed behaviour", "",
+             "What a running instance did on calls made to check this documentation, which the text above does not "
+             "state:", ""]
+    for f in observed:
+        lines.append(f"- `{f.operation}` {f.behaviour} (seen: {f.evidence})")
+    return "\n".join(lines) + "\n"
 
 
 def write(folder: Path, name: str, findings: list[Finding]) -> Path:

@@ -92,7 +92,7 @@ def save(folder: str | Path, names: list[str]) -> None:
         if file is None:
             if servers.registered(name) is not None:
                 servers.save(Path(folder) / FOLDER, name)
-                readiness.write(Path(folder) / FOLDER, name, get_scenario(name).readiness())
+                readiness.write(Path(folder) / FOLDER, name, get_scenario(name).findings())
             continue
         where = Path(folder) / FOLDER
         where.mkdir(parents=True, exist_ok=True)
@@ -110,4 +110,4 @@ def save(folder: str | Path, names: list[str]) -> None:
         learned = made_up(name)  # as decided: a resumed build keeps those of the run it goes on from
         learned = list(scenario.learned if learned is None else learned)
         (where / LEARNED.format(name=name)).write_text(json.dumps({"learned": learned}, indent=2) + "\n")
-        readiness.write(where, name, scenario.readiness())
+        readiness.write(where, name, scenario.findings())

@@ -71,6 +71,20 @@ def test_the_memory_server_builds_from_its_file_and_its_reference_scores_100(mem
     assert "not found" in by[("add_observations", "undocumented error")]["evidence"]
     assert ("create_entities", "repeated create") in by
     assert not any(f["kind"] == "delete cascade" for f in plain["findings"])
+    # Each task keeps the documentation with what was observed added (--doc enriched): scored so, the reference still
+    # passes, and the report's paired test compares the run with the one on the spec.
+    assert all(r["api_doc_enriched"].startswith(r["api_doc"].rstrip()) for r in rows)
+    assert all("- `add_observations` reports an error for an entity name that does not exist (seen: add_observations("
+               in r["api_doc_enriched"] for r in rows)
+    done = run("evaluate", "--dataset", str(out), "--model", "reference", "--doc", "enriched", "--out",
+               str(tmp_path / "code"))  # the spec run's folder: one results file per documentation
+    assert done.returncode == 0, done.stderr[-2000:]
+    spec = next((tmp_path / "code").rglob("results.json"))
+    enriched = json.loads(spec.with_name("results_enriched.json").read_text())
+    assert enriched["doc"] == "enriched" and enriched["summary"]["scenarios"]["memory"]["pass@1"] == 1.0
+    report = run("evaluate.report", str(spec), str(spec.with_name("results_enriched.json")))
+    assert report.returncode == 0, report.stderr
+    assert "natural, enriched doc" in report.stdout and "## Paired differences in pass@1" in report.stdout
 
 
 @needs_memory

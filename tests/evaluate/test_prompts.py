@@ -76,6 +76,18 @@ def test_prompt_does_not_depend_on_oracle_fields(small_tasks):
         assert build_messages(public) == build_messages(task)
 
 
+def test_the_enriched_documentation_is_shown_in_place_of_the_spec_and_refused_where_there_is_none(small_tasks):
+    from core.records import DatasetError, with_doc
+
+    task = dataclasses.replace(small_tasks[0], api_doc_enriched=small_tasks[0].api_doc + "\n## Observed behaviour\n")
+    (shown,) = with_doc([task], "enriched")
+    assert "## Observed behaviour" in build_messages(shown)[1]["content"]
+    assert with_doc(small_tasks, "spec") == small_tasks
+    assert all(t.api_doc_enriched == "" for t in small_tasks), "a world written by hand observes nothing"
+    with pytest.raises(DatasetError, match=r"--doc enriched: the tensor tasks have no enriched documentation"):
+        with_doc(small_tasks, "enriched")
+
+
 def test_prompt_differs_between_tasks(small_tasks):
     prompts = {_user(build_messages(t)) for t in small_tasks}
     assert len(prompts) == len(small_tasks)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scenarios.readiness import Finding, render_json, render_markdown, similar
+from scenarios.readiness import Finding, enrich, render_json, render_markdown, similar
 from tests.scenarios.mcp.conftest import write_fake
 from tests.scenarios.rest.conftest import isolated_registry, toml_value  # noqa: F401 - a fixture
 
@@ -127,6 +127,18 @@ def test_the_report_is_one_table_and_json(shelves):
         plain["findings"][0])
     assert similar("Get one shelf by its id", "Get one shelf book by its id")
     assert not similar("List the shelves", "Add a shelf")
+
+
+def test_the_enriched_documentation_adds_what_was_observed_per_operation_and_nothing_else(shelves):
+    doc = "# Shelves\n\nGET /shelves: list the shelves.\n"
+    enriched = enrich(doc, shelves)
+    assert enriched.startswith(doc) and "## Observed behaviour" in enriched
+    added = [line for line in enriched.splitlines() if line.startswith("- `")]
+    assert len(added) == sum(f.observed for f in shelves), "one line per observed finding, none from the text alone"
+    assert "- `GET /shelves/{shelf_id}` answers 404 for an item that does not exist (seen: GET /shelves/no-such-" \
+        in enriched, "the behaviour as documentation states it, without 'its responses do not list it'"
+    assert "do not list it" not in enriched and "undescribed" not in enriched
+    assert enrich(doc, [f for f in shelves if not f.observed]) == doc, "nothing observed: the same text"
 
 
 def test_a_server_s_planted_gaps_are_found_by_the_command(tmp_path, isolated_registry):
