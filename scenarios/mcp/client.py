@@ -42,6 +42,15 @@ class Answer:
         return {"error": self.error, "value": self.value} if not self.error else {"error": True, "text": self.text}
 
 
+def private(answer: Answer, folder: Path | None) -> Answer:
+    """`answer` with the instance's private folder written `{dir}`: where the server shows a path in it (an error
+    naming a file, a listing of allowed folders), every instance shows the same text."""
+    if folder is None or str(folder) not in json.dumps(answer.value) + answer.text:
+        return answer
+    value = json.loads(json.dumps(answer.value).replace(json.dumps(str(folder))[1:-1], "{dir}"))
+    return Answer(value, answer.error, answer.text.replace(str(folder), "{dir}"))
+
+
 def answer_of(result) -> Answer:
     """An `Answer` from the SDK's CallToolResult."""
     text = "".join(getattr(c, "text", "") for c in result.content if getattr(c, "type", "") == "text")
@@ -237,7 +246,7 @@ class Server:
                 raise ServerError(f"the MCP server {self.file.name} stopped during {name}: {e}; it printed: "
                                   f"{now.tail()}") from None
             return Answer(None, True, f"{type(e).__name__}: {e}")
-        return answer_of(result)
+        return private(answer_of(result), now.folder)
 
     def reset(self, seed: int | None = None) -> list[tuple[ToolCall, dict, Answer]]:
         """Empty the server (a restart in a fresh folder, or the file's reset call), then send the population drawn

@@ -93,7 +93,9 @@ class ToolAPI(API):
         if self.kind == "create":
             where = "".join(f"[{k!r}]" for k in self.makes.answer)
             self.phrases = (f"call {label}{args}, and keep the new {self.makes.name} (`{where}` of its answer) as "
-                            "{out0_}",)
+                            "{out0_}",) if where else \
+                (f"call {label}{args}, and keep the {self.makes.attr} it was sent for the new {self.makes.noun} as "
+                 "{out0_}",)  # an answer that does not hold it
             self.noun = f"{self.makes.attr} of the {{nth}}new {self.makes.noun}"
         elif self.kind == ANSWER:
             self.phrases = (f"call {label}{args}, and keep its answer as {{out0_}}",)
@@ -121,7 +123,8 @@ class ToolAPI(API):
         return out
 
     def apply(self, state, inputs, rng):
-        arguments = draw(self.schema, rng)
+        fixed = self.scenario.model.reader_arguments.get(self.name)  # a reader the server file calls so
+        arguments = copy.deepcopy(fixed) if fixed is not None else draw(self.schema, rng)
         labels = {}
         for edge, var in zip(self.edges, inputs):
             label = labels.setdefault(var, f"<{chr(ord('A') + len(labels))}>")

@@ -1,11 +1,12 @@
 """What an MCP server's scenario is made of, read from its tool listing and confirmed on a running instance.
 
-- **Readers of the final state**: the read-only tools (annotated `readOnlyHint`; a tool with no such annotation
-  whose probe call changed nothing) that need no argument. Their answers after a test case are its final state.
-  Read-only tools that take arguments are queries a program may call.
+- **Readers of the final state**: the server file's `readers` (tool calls with their arguments), else the read-only
+  tools (annotated `readOnlyHint`; a tool with no such annotation whose probe call changed nothing) that need no
+  argument. Their answers after a test case are its final state. Read-only tools that take arguments are queries a
+  program may call, unless they refuse drawn arguments or answer the same call on the same state differently.
 - **Keys**: the values other tools refer to. A key field is a string leaf of a write tool's input named as an
-  identifier (`name`, `id`, `key`, `slug`, `uuid`, `identifier`: `entities[].name`), whose value, drawn fresh and
-  sent, the readers then show and the tool's answer holds (a client-chosen key); or such a leaf of a write tool's
+  identifier (`name`, `id`, `key`, `slug`, `uuid`, `identifier`, `path`: `entities[].name`), whose value, drawn
+  fresh and sent, the readers then show (a client-chosen key); or such a leaf of a write tool's
   answer whose value the readers then show (a key the server made up). The key is named by the field's noun: its
   array's singular (`entities` -> `entity`), else the tool's (`create_task` -> `task`).
 - **References** (`Edge`): an input field of any tool that takes a key. Found live, by calling the tool once with a
@@ -28,6 +29,7 @@ The model is probed once, by the build, and travels as plain data (`to_plain`, `
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import random
@@ -35,14 +37,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from scenarios.mcp.client import Server, population
+from scenarios.mcp.client import Server, ServerError, population
 from scenarios.mcp.serverfile import ServerFile
 from scenarios.rest.model import ASSET, seed_of  # noqa: F401 - a test case's seed, stored and read as for REST
 from scenarios.rest.world import _differences
 
 ITEM = "[]"  # a path step into every item of an array
 MODELS_ENV = "STATEEVAL_MCP_MODELS"  # {name: model as plain data}: the models decided for this process's workers
-ID_WORDS = ("name", "id", "key", "slug", "uuid", "identifier")
+ID_WORDS = ("name", "id", "key", "slug", "uuid", "identifier", "path")
 VERBS = ("create", "add", "new", "make", "get", "read", "open", "list", "search", "find", "update", "set",
          "delete", "remove", "put", "patch", "edit", "query", "fetch", "show", "describe")
 MAX_DEPTH = 4
@@ -213,7 +215,8 @@ def written(value: Any, old: str, new: str) -> Any:
 @dataclass(frozen=True)
 class Key:
     """A kind of value tools refer to, made by `tool`: sent at `sent` of its arguments (None: the server made it)
-    and found at `answer` of its answer (`find`'s path, list indices included)."""
+    and found at `answer` of its answer (`find`'s path, list indices included; () when the answer does not hold a
+    value the client sent)."""
 
     name: str  # "entity name"
     tool: str
@@ -267,6 +270,11 @@ class Model:
     removes: list[str] = field(default_factory=list)  # write tools after which the key they took is shown no more
     learned: list[str] = field(default_factory=list)  # made-up fields of the readers' answers
     listings: list[Listing] = field(default_factory=list)
+    reader_arguments: dict[str, dict] = field(default_factory=dict)  # the server file's readers: their arguments
+
+    def read(self, server: Server) -> list:
+        """The readers' answers: the final state."""
+        return [server.call(name, self.reader_arguments.get(name, {})).to_plain() for name in self.readers]
 
     def tool(self, name: str) -> dict:
         return next(t for t in self.tools if t["name"] == name)
@@ -289,7 +297,8 @@ class Model:
                          for k in self.keys],
                 "edges": [[e.tool, list(e.path), e.key, e.reason] for e in self.edges],
                 "dropped": self.dropped, "removes": self.removes, "learned": self.learned,
-                "listings": [[x.tool, x.key, list(x.at), list(x.field), x.start] for x in self.listings]}
+                "listings": [[x.tool, x.key, list(x.at), list(x.field), x.start] for x in self.listings],
+                "reader_arguments": self.reader_arguments}
 
     @classmethod
     def from_plain(cls, file: ServerFile, plain: dict) -> "Model":
@@ -297,7 +306,8 @@ class Model:
                    [Key(n, t, None if s is None else tuple(s), tuple(a)) for n, t, s, a in plain["keys"]],
                    [Edge(t, tuple(p), k, r) for t, p, k, r in plain["edges"]], dict(plain["dropped"]),
                    list(plain["removes"]), list(plain["learned"]),
-                   [Listing(t, k, tuple(a), tuple(f), n) for t, k, a, f, n in plain.get("listings", [])])
+                   [Listing(t, k, tuple(a), tuple(f), n) for t, k, a, f, n in plain.get("listings", [])],
+                   dict(plain.get("reader_arguments", {})))
 
     def population_keys(self, seed: int) -> list[tuple[str, Any, bool]]:
         """(key name, value, named) of what the population sent at a key's field, each value once."""
@@ -345,7 +355,7 @@ class _Probe:
         self.rng = random.Random(seed)
 
     def snapshot(self) -> list:
-        return [self.server.call(name, {}).to_plain() for name in self.model.readers]
+        return self.model.read(self.server)
 
     def fresh(self) -> list:
         self.server.reset(self.seed)
@@ -354,13 +364,22 @@ class _Probe:
     def run(self) -> Model:
         model = self.model
         unknown = []
+        declared = {c.tool: dict(c.arguments) for c in self.file.readers}
+        listed = {t["name"] for t in model.tools}
+        missing = [name for name in declared if name not in listed]
+        if missing:
+            raise ServerError(f"the server file {self.file.path} names the reader {missing[0]!r}, which the server "
+                              f"{self.file.name} does not list among its tools ({', '.join(sorted(listed))})")
+        model.readers, model.reader_arguments = list(declared), declared
         for tool in model.tools:
             hint = read_only(tool)
+            if tool["name"] in declared:
+                continue
             if hint is None:
                 unknown.append(tool)
             elif hint:
-                (model.queries if required(tool) else model.readers).append(tool["name"])
-        if unknown:  # no annotation: a tool that takes no argument and changes nothing it reads is a reader
+                (model.queries if required(tool) or declared else model.readers).append(tool["name"])
+        if unknown and not declared:  # no annotation: a tool that takes no argument and changes nothing it reads
             for tool in unknown:
                 if not required(tool):
                     before = self.fresh()
@@ -398,9 +417,8 @@ class _Probe:
                 value = fresh_key(self.rng)
                 put(arguments, path, value)
                 answer = self.server.call(tool["name"], arguments)
-                at = None if answer.error else find(answer.value, value)
-                if at is not None and value in json.dumps(self.snapshot()):
-                    model.keys.append(Key(name, tool["name"], path, at))
+                if not answer.error and value in json.dumps(self.snapshot()):
+                    model.keys.append(Key(name, tool["name"], path, find(answer.value, value) or ()))
                     taken.add(name)
             self.fresh()
             answer = self.server.call(tool["name"], draw(schema, self.rng))
@@ -414,20 +432,24 @@ class _Probe:
                     model.keys.append(Key(name, tool["name"], None, at))  # made up by the server
                     taken.add(name)
 
-    def make(self, key: Key, arguments: dict, reset: bool = True) -> Any:
-        """A fresh value of `key`, made on the server (reset first, unless not `reset`) by a call with `arguments`
-        (its key field drawn afresh); None when its tool refused."""
+    def make(self, key: Key, arguments: dict, reset: bool = True, value: Any = None) -> Any:
+        """A fresh value of `key` (or `value`, sent again), made on the server (reset first, unless not `reset`) by
+        a call with `arguments` (its key field drawn afresh); None when its tool refused."""
         if reset:
             self.fresh()
         if key.sent is not None:
-            put(arguments, key.sent, fresh_key(self.rng))
+            put(arguments, key.sent, fresh_key(self.rng) if value is None else value)
         answer = self.server.call(key.tool, arguments)
-        return None if answer.error else get(answer.value, _steps(key.answer))
+        if answer.error:
+            return None
+        return get(arguments, key.sent) if key.sent is not None else get(answer.value, _steps(key.answer))
 
     def references(self) -> None:
         model = self.model
         attrs = [k.attr for k in model.keys]
         for tool in model.tools:
+            if tool["name"] in model.reader_arguments:  # called as the server file says, never on a key
+                continue
             schema = tool.get("inputSchema") or {}
             for path, leaf in leaves(schema):
                 kind = leaf.get("type")
@@ -463,32 +485,52 @@ class _Probe:
                         break
 
     def effects(self) -> None:
-        """Drop the write tools whose calls, with drawn arguments and the keys at hand, change no reader's answer."""
+        """Drop the write tools whose calls, with drawn arguments and the keys at hand, change no reader's answer,
+        and the tools (queries too) that refuse such calls: a program could call them only to fail."""
         model = self.model
         if not model.readers:
             return
-        for tool in self.writes():
-            self.fresh()
-            arguments = draw(tool.get("inputSchema") or {}, self.rng)
-            bound = []
-            for edge in model.takes(tool["name"]):
-                value = self.population_value(edge.key)
-                if value is None:  # a key the population does not send: made now
-                    key = model.key(edge.key)
-                    value = self.make(key, draw(model.tool(key.tool).get("inputSchema") or {}, self.rng), False)
-                if value is not None:
-                    bound.append(value)
-                    leaf = get(arguments, edge.path)
-                    put(arguments, edge.path, [value] if isinstance(leaf, list) else value)
+        for tool in self.writes() + [model.tool(name) for name in model.queries]:
+            arguments, bound, made = self.bind(tool)
             before = self.snapshot()
             answer = self.server.call(tool["name"], arguments)
             after = self.snapshot()
             if answer.error:
                 model.dropped[tool["name"]] = f"refused drawn arguments: {answer.text[:120]}"
+            elif tool["name"] in model.queries:
+                if all(key.sent is not None for key, _, _ in made):  # the same state can be made again
+                    self.bind(tool, made)
+                    if self.server.call(tool["name"], arguments) != answer:  # a clock, a random value: no oracle
+                        model.dropped[tool["name"]] = "answered the same call on the same state differently"
             elif after == before:
                 model.dropped[tool["name"]] = "changed nothing the readers show, with drawn arguments"
             elif bound and not any(json.dumps(v) in json.dumps(after) for v in bound):
                 model.removes.append(tool["name"])
+
+    def bind(self, tool: dict, made: list | None = None) -> tuple[dict, list, list]:
+        """After a fresh reset, `tool`'s drawn arguments with a value of each key it takes (the population's, or
+        one made now: `made`'s again when given): (arguments, the values bound, the (key, arguments, value) made)."""
+        model = self.model
+        self.fresh()
+        arguments = draw(tool.get("inputSchema") or {}, self.rng)
+        bound, making = [], []
+        for edge in model.takes(tool["name"]):
+            value = self.population_value(edge.key)
+            if value is None:  # a key the population does not send: made now
+                key = model.key(edge.key)
+                if made is None:
+                    made_arguments = draw(model.tool(key.tool).get("inputSchema") or {}, self.rng)
+                    value = self.make(key, made_arguments, False)
+                    making.append((key, made_arguments, value))
+                else:
+                    key, made_arguments, value = made[len(making)]
+                    self.make(key, copy.deepcopy(made_arguments), False, value)
+                    making.append((key, made_arguments, value))
+            if value is not None:
+                bound.append(value)
+                leaf = get(arguments, edge.path)
+                put(arguments, edge.path, [value] if isinstance(leaf, list) else value)
+        return arguments, bound, making
 
     def listings(self) -> None:
         """The readers that list a key's values in the order made, the same way on two populations."""
@@ -504,7 +546,7 @@ class _Probe:
         self.server.reset(seed)
         made = [self.make(key, draw(self.model.tool(key.tool).get("inputSchema") or {}, self.rng), False)
                 for _ in range(2)]
-        answer = self.server.call(reader, {})
+        answer = self.server.call(reader, self.model.reader_arguments.get(reader, {}))
         at = None if None in made or answer.error else find(answer.value, made[0])
         indices = [i for i, step in enumerate(at or ()) if isinstance(step, int)]
         if len(indices) != 1:

@@ -61,7 +61,7 @@ class _Observer:
         self.model, self.server, self.rng = model, server, random.Random(SEED)
 
     def snapshot(self) -> str:
-        return json.dumps([self.server.call(name, {}).to_plain() for name in self.model.readers], sort_keys=True)
+        return json.dumps(self.model.read(self.server), sort_keys=True)
 
     def population(self, key: str) -> list:
         return [v for name, v, _ in self.model.population_keys(SEED) if name == key]
@@ -158,7 +158,7 @@ class _Observer:
         """The top-level fields of the readers' answers under which `value` appears."""
         found = []
         for name in self.model.readers:
-            answer = self.server.call(name, {})
+            answer = self.server.call(name, self.model.reader_arguments.get(name, {}))
             if isinstance(answer.value, dict):
                 found += [k for k, v in answer.value.items() if json.dumps(value) in json.dumps(v) and k not in found]
         return found

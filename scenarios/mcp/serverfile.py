@@ -9,6 +9,8 @@ here knows a particular server.
 
 from __future__ import annotations
 
+import json
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +52,7 @@ class ServerFile:
     exclude: tuple[str, ...] = ()
     volatile: tuple[str, ...] = ()
     population: tuple[ToolCall, ...] = ()
+    readers: tuple[ToolCall, ...] = ()  # the calls whose answers are the final state; () = the tools found alone
     ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S
     call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
     here: Path | None = None  # {here} when not the file's folder: a dataset's copy runs what the original named
@@ -85,7 +88,7 @@ def load(path: str | Path) -> ServerFile:
 class _Checker(servicefile._Checker):
     """The service file's checker for the keys both kinds of file share, with a server file's own keys."""
 
-    KNOWN = ("name", "command", "env", "files", "reset", "include", "exclude", "volatile", "population",
+    KNOWN = ("name", "command", "env", "files", "reset", "include", "exclude", "volatile", "population", "readers",
              "ready_timeout_s", "call_timeout_s")
 
     def server_file(self) -> ServerFile:
@@ -95,7 +98,7 @@ class _Checker(servicefile._Checker):
         return ServerFile(
             path=self.path, name=self.name(), command=self.command(), reset=self.reset(), env=self.table("env"),
             files=self.files(), include=self.strings("include"), exclude=self.strings("exclude"),
-            volatile=self.volatile(), population=self.population(),
+            volatile=self.volatile(), population=self.population(), readers=self.readers(),
             ready_timeout_s=self.seconds("ready_timeout_s", DEFAULT_READY_TIMEOUT_S),
             call_timeout_s=self.seconds("call_timeout_s", DEFAULT_CALL_TIMEOUT_S))
 
@@ -124,6 +127,20 @@ class _Checker(servicefile._Checker):
             draws.check([c.arguments for c in calls])
         except draws.DrawError as e:
             raise self.fail("population", f"{e}") from None
+        return calls
+
+    def readers(self) -> tuple[ToolCall, ...]:
+        value = self.raw.get("readers", [])
+        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+            raise self.fail("readers", "must be a list of tables: [[readers]] then tool and arguments")
+        calls = tuple(self.call(f"readers[{i}]", item, named=False) for i, item in enumerate(value))
+        for i, call in enumerate(calls):
+            if re.search(r"\{(dir|here|python|draw:[^}]*)\}", json.dumps(call.arguments)):
+                raise self.fail(f"readers[{i}].arguments", "a program sends these arguments too: give literal values, "
+                                                           "no {dir} or {draw:...} (a path relative to the server's "
+                                                           "folder, such as \".\", where the server takes one)")
+        if len({c.tool for c in calls}) < len(calls):
+            raise self.fail("readers", "names a tool twice: one call per reader tool")
         return calls
 
     def call(self, key: str, item: dict, named: bool | None = None) -> ToolCall:

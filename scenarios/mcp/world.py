@@ -177,7 +177,7 @@ class McpWorld(World):
         return [] if value is None else [str(value)]
 
     def _reads(self) -> list:
-        return [self.server.call(name, {}).to_plain() for name in self.model.readers]
+        return self.model.read(self.server)
 
     def masker(self, made: list[str]) -> Masker:
         chosen = frozenset(str(v) for _, v, _ in self.model.population_keys(self.seed))

@@ -7,10 +7,10 @@ import random
 
 import pytest
 
-from scenarios.mcp.client import Server, ServerError
+from scenarios.mcp.client import Answer, Server, ServerError, private
 from scenarios.mcp.model import ITEM, Listing, Model, draw, leaves, probe, put, singular, tool_noun, words
 from scenarios.mcp.serverfile import load
-from tests.scenarios.mcp.conftest import needs_memory, write_fake
+from tests.scenarios.mcp.conftest import FAKE_FILE, needs_memory, write_fake
 
 
 def test_names_split_into_words():
@@ -54,6 +54,39 @@ def test_an_unannotated_server_is_derived_by_probing(fake_model):
     assert model.listings == [Listing("list_tasks", "task id", ("tasks",), ("id",), 1)], \
         "the reader lists the ids in the order made, after the population's one"
     assert Model.from_plain(model.file, model.to_plain()).to_plain() == model.to_plain()
+
+
+def test_the_server_file_may_name_the_readers_and_the_arguments_they_are_called_with(tmp_path):
+    """A server whose state no argument-free tool shows (a file system's tree of a folder) names its readers."""
+    file = load(write_fake(tmp_path, FAKE_FILE + '\n[[readers]]\ntool = "list_tasks"\narguments = {}\n'))
+    with Server(file) as server:
+        model = probe(file, server)
+    assert model.readers == ["list_tasks"] and model.reader_arguments == {"list_tasks": {}}
+
+    class Seen:
+        def __init__(self):
+            self.calls = []
+
+        def call(self, name, arguments):
+            self.calls.append((name, arguments))
+            return Answer({"tree": []})
+
+    seen = Seen()
+    shown = Model(file, model.tools, readers=["list_tasks"], reader_arguments={"list_tasks": {"path": "."}})
+    assert shown.read(seen) == [{"error": False, "value": {"tree": []}}] and seen.calls == [("list_tasks",
+                                                                                            {"path": "."})]
+    assert Model.from_plain(file, shown.to_plain()).reader_arguments == {"list_tasks": {"path": "."}}
+    wrong = load(write_fake(tmp_path, FAKE_FILE + '\n[[readers]]\ntool = "show_everything"\n'))
+    with Server(wrong) as server, pytest.raises(ServerError, match="names the reader 'show_everything', which the "
+                                                                  "server tasks does not list"):
+        probe(wrong, server)
+
+
+def test_the_instance_s_private_folder_is_written_the_same_in_every_answer(tmp_path):
+    folder = tmp_path / "stateeval-x-1"
+    answer = private(Answer({"dirs": [str(folder)]}, False, f"Allowed: {folder}"), folder)
+    assert answer == Answer({"dirs": ["{dir}"]}, False, "Allowed: {dir}")
+    assert private(Answer({"a": 1}), folder) == Answer({"a": 1})
 
 
 def test_a_server_that_does_not_start_says_so_in_one_line(tmp_path):

@@ -33,6 +33,9 @@ def test_a_reset_call_and_exclusions_read(tmp_path):
     ('name = "x"\ncommand = ["a"]\n[[population]]\narguments = {}\n', "population[0].tool", "name the tool"),
     ('name = "x"\ncommand = ["a"]\n[[population]]\ntool = "t"\narguments = { a = "{draw:nope}" }\n', "population",
      "unknown kind"),
+    ('name = "x"\ncommand = ["a"]\n[[readers]]\ntool = "tree"\narguments = { path = "{dir}" }\n',
+     "readers[0].arguments", "literal values"),
+    ('name = "x"\ncommand = ["a"]\n[[readers]]\ntool = "t"\n[[readers]]\ntool = "t"\n', "readers", "twice"),
 ])
 def test_a_wrong_file_fails_with_one_line_naming_the_key(tmp_path, text, key, words):
     path = tmp_path / "x.toml"
