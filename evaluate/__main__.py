@@ -12,7 +12,7 @@ Examples:
   python -m evaluate --model gpt-4.1-nano --mode explore --max-turns 5 # try code on a scratch world first
   python -m evaluate --samples answers.jsonl --executor ray --ray-address auto   # score on a Ray cluster
   python -m evaluate.report results/*/*/results.json                   # compare runs side by side
-  python -m evaluate --model gpt-4.1-nano --doc enriched --scenario kinto   # the documentation with what was observed
+  python -m evaluate --model gpt-4.1-nano --doc enriched --scenario my-api  # the documentation with what was observed
 
 Generations are cached in <out>/<model>/<revision>/generations.jsonl; running the same command again resumes.
 One run at a time writes that folder: a second one is refused while the first runs.

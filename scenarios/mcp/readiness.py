@@ -157,10 +157,10 @@ class _Observer:
     def _places(self, value) -> list[str]:
         """The top-level fields of the readers' answers under which `value` appears."""
         found = []
-        for name in self.model.readers:
-            answer = self.server.call(name, self.model.reader_arguments.get(name, {}))
-            if isinstance(answer.value, dict):
-                found += [k for k, v in answer.value.items() if json.dumps(value) in json.dumps(v) and k not in found]
+        for answer in self.model.read(self.server):
+            shown = answer.get("value")
+            if isinstance(shown, dict):
+                found += [k for k, v in shown.items() if json.dumps(value) in json.dumps(v) and k not in found]
         return found
 
     def made_up(self, out: list[Finding]) -> None:
