@@ -248,6 +248,34 @@ class Server:
             return Answer(None, True, f"{type(e).__name__}: {e}")
         return private(answer_of(result), now.folder)
 
+    def read_resource(self, uri: str) -> Answer:
+        """A resource's contents as an Answer: its text parsed as JSON, else the text (several contents: a list);
+        an error answer when the server refuses to read it."""
+        now = self._now
+        if now is None or not now.alive():
+            raise ServerError(f"the MCP server {self.file.name} is not running; it printed: {self.tail()}")
+        future = asyncio.run_coroutine_threadsafe(now.session.read_resource(uri), now.loop)
+        try:
+            result = future.result(self.file.call_timeout_s)
+        except TimeoutError:
+            future.cancel()
+            raise ServerError(f"the MCP server {self.file.name} did not answer the resource {uri} within "
+                              f"{self.file.call_timeout_s:g} s (call_timeout_s)") from None
+        except Exception as e:  # noqa: BLE001 - an unknown resource is an answer
+            if not now.alive():
+                raise ServerError(f"the MCP server {self.file.name} stopped reading {uri}: {e}; it printed: "
+                                  f"{now.tail()}") from None
+            return Answer(None, True, f"{type(e).__name__}: {e}")
+        texts = [getattr(c, "text", None) for c in getattr(result, "contents", [])]
+        values = []
+        for text in texts:
+            try:
+                values.append(json.loads(text) if text is not None else None)
+            except ValueError:
+                values.append(text)
+        return private(Answer(values[0] if len(values) == 1 else values, False, "".join(t or "" for t in texts)),
+                       now.folder)
+
     def reset(self, seed: int | None = None) -> list[tuple[ToolCall, dict, Answer]]:
         """Empty the server (a restart in a fresh folder, or the file's reset call), then send the population drawn
         from `seed` (none when None): (call, drawn arguments, answer) of each."""

@@ -34,6 +34,7 @@ import json
 import os
 import random
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -48,6 +49,7 @@ ID_WORDS = ("name", "id", "key", "slug", "uuid", "identifier", "path")
 VERBS = ("create", "add", "new", "make", "get", "read", "open", "list", "search", "find", "update", "set",
          "delete", "remove", "put", "patch", "edit", "query", "fetch", "show", "describe")
 MAX_DEPTH = 4
+CLOCK_S = 1.1  # a query answered the same twice is asked once more this much later: a clock in seconds shows then
 # The words of drawn arguments and fresh keys: none is one of the population's `{draw:word}` (scenarios.rest.draws),
 # so that no instruction, which quotes the arguments, quotes a value of the setup block.
 TEXT_WORDS = ("apple", "bridge", "candle", "dragon", "engine", "forest", "garden", "hammer", "island", "jacket",
@@ -149,6 +151,42 @@ def draw(schema: Any, rng: random.Random, depth: int = 0) -> Any:
 def fresh_key(rng: random.Random) -> str:
     """A key value no population draws: a word of TEXT_WORDS and two digits."""
     return f"{rng.choice(TEXT_WORDS)}_{rng.randint(10, 99)}"
+
+
+def _parsed(plain: Any) -> Any:
+    """`plain` with each string that holds a JSON object or list read as JSON (a tool that answers JSON as text)."""
+    if isinstance(plain, dict):
+        return {k: _parsed(v) for k, v in plain.items()}
+    if isinstance(plain, list):
+        return [_parsed(v) for v in plain]
+    if isinstance(plain, str) and plain[:1] in "[{":
+        try:
+            return _parsed(json.loads(plain))
+        except ValueError:
+            return plain
+    return plain
+
+
+def _unordered(plain: Any) -> str:
+    """`plain` as JSON with every list's items sorted: what is compared when only the order may differ."""
+    def sort(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: sort(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return sorted((sort(v) for v in value), key=lambda v: json.dumps(v, sort_keys=True))
+        return value
+    return json.dumps(sort(plain), sort_keys=True)
+
+
+def _like(value: str | int, rng: random.Random) -> str | int:
+    """Another value of `value`'s type and length: what the server derives from an argument's length (a size, a
+    duration) is then the same for both, and only a reference to the key tells them apart."""
+    if isinstance(value, int):
+        return int("9" + "".join(str(rng.randint(0, 9)) for _ in range(max(len(str(value)) - 1, 1))))
+    while True:
+        other = "".join(fresh_key(rng) for _ in range(len(value) // 6 + 1))[:len(value)]
+        if other != value:
+            return other
 
 
 def get(value: Any, path: tuple) -> Any:
@@ -274,7 +312,8 @@ class Model:
 
     def read(self, server: Server) -> list:
         """The readers' answers: the final state."""
-        return [server.call(name, self.reader_arguments.get(name, {})).to_plain() for name in self.readers]
+        return ([server.call(name, self.reader_arguments.get(name, {})).to_plain() for name in self.readers]
+                + [server.read_resource(uri).to_plain() for uri in self.file.resources])
 
     def tool(self, name: str) -> dict:
         return next(t for t in self.tools if t["name"] == name)
@@ -371,6 +410,11 @@ class _Probe:
             raise ServerError(f"the server file {self.file.path} names the reader {missing[0]!r}, which the server "
                               f"{self.file.name} does not list among its tools ({', '.join(sorted(listed))})")
         model.readers, model.reader_arguments = list(declared), declared
+        for uri in self.file.resources:
+            if self.server.read_resource(uri).error:
+                raise ServerError(f"the server file {self.file.path} names the resource {uri!r}, which the server "
+                                  f"{self.file.name} does not read: {self.server.read_resource(uri).text}")
+        declared = declared or dict.fromkeys(self.file.resources)  # state declared: read-only tools are queries
         for tool in model.tools:
             hint = read_only(tool)
             if tool["name"] in declared:
@@ -426,8 +470,9 @@ class _Probe:
                 continue
             state = json.dumps(self.snapshot())
             for at, value in _ids(answer.value):
-                noun = _noun(_steps(at), tool["name"])
-                name = f"{noun} {words(str(at[-1]))[0]}"
+                own = words(str(at[-1]))  # `id`, named by where it is, or `speech_id`, named by itself
+                noun = own[0] if len(own) == 2 else _noun(_steps(at), tool["name"])
+                name = f"{noun} {own[-1]}"
                 if noun and name not in taken and json.dumps(value) in state:
                     model.keys.append(Key(name, tool["name"], None, at))  # made up by the server
                     taken.add(name)
@@ -469,16 +514,16 @@ class _Probe:
                     known = self.server.call(tool["name"], arguments)
                     if known.error:
                         continue
-                    state = json.dumps(written(self.snapshot(), value, "<key>"))
-                    other = fresh_key(self.rng) if scalar == "string" else 10_000 + self.rng.randint(0, 999)
+                    state = _unordered(written(_parsed(self.snapshot()), value, "<key>"))
+                    other = _like(value, self.rng)
                     again = self.make(key, made)  # the same start (another fresh value made), then another value sent
 
-                    def alike(plain: Any) -> str:
-                        return json.dumps(written(written(plain, other, "<key>"), again, "<key>"))
+                    def alike(plain: Any) -> str:  # in any order: a listing sorted by name moves the new key
+                        return _unordered(written(written(_parsed(plain), other, "<key>"), again, "<key>"))
 
                     put(arguments, path, [other] if kind == "array" else other)
                     alt = self.server.call(tool["name"], arguments)
-                    differs = alt.error or alike(alt.value) != json.dumps(written(known.value, value, "<key>")) \
+                    differs = alt.error or alike(alt.value) != _unordered(written(_parsed(known.value), value, "<key>")) \
                         or alike(self.snapshot()) != state
                     if named or differs:
                         model.edges.append(Edge(tool["name"], path, key.name, named or "effect"))
@@ -488,7 +533,7 @@ class _Probe:
         """Drop the write tools whose calls, with drawn arguments and the keys at hand, change no reader's answer,
         and the tools (queries too) that refuse such calls: a program could call them only to fail."""
         model = self.model
-        if not model.readers:
+        if not model.readers and not model.file.resources:
             return
         for tool in self.writes() + [model.tool(name) for name in model.queries]:
             arguments, bound, made = self.bind(tool)
@@ -499,9 +544,12 @@ class _Probe:
                 model.dropped[tool["name"]] = f"refused drawn arguments: {answer.text[:120]}"
             elif tool["name"] in model.queries:
                 if all(key.sent is not None for key, _, _ in made):  # the same state can be made again
-                    self.bind(tool, made)
-                    if self.server.call(tool["name"], arguments) != answer:  # a clock, a random value: no oracle
-                        model.dropped[tool["name"]] = "answered the same call on the same state differently"
+                    for pause in (0, CLOCK_S):  # made again at once, and after a clock of seconds has ticked
+                        time.sleep(pause)
+                        self.bind(tool, made)
+                        if self.server.call(tool["name"], arguments) != answer:  # a clock, a random value
+                            model.dropped[tool["name"]] = "answered the same call on the same state differently"
+                            break
             elif after == before:
                 model.dropped[tool["name"]] = "changed nothing the readers show, with drawn arguments"
             elif bound and not any(json.dumps(v) in json.dumps(after) for v in bound):
@@ -583,12 +631,17 @@ def _ids(value: Any, at: tuple = (), depth: int = 0) -> Iterator[tuple[tuple, An
     if isinstance(value, dict):
         for key, inner in value.items():
             own = words(str(key))
-            if isinstance(inner, (str, int)) and not isinstance(inner, bool) and len(own) == 1 and own[0] in ID_WORDS:
+            if isinstance(inner, (str, int)) and not isinstance(inner, bool) and _id_field(own):
                 yield at + (key,), inner
             else:
                 yield from _ids(inner, at + (key,), depth + 1)
     elif isinstance(value, list) and value:
         yield from _ids(value[0], at + (0,), depth + 1)
+
+
+def _id_field(own: list[str]) -> bool:
+    """Whether a field's words name an identifier: `id`, `name`, ... alone or after one noun (`speech_id`)."""
+    return 1 <= len(own) <= 2 and own[-1] in ID_WORDS
 
 
 def _steps(path: tuple) -> tuple:

@@ -53,6 +53,7 @@ class ServerFile:
     volatile: tuple[str, ...] = ()
     population: tuple[ToolCall, ...] = ()
     readers: tuple[ToolCall, ...] = ()  # the calls whose answers are the final state; () = the tools found alone
+    resources: tuple[str, ...] = ()  # resource URIs whose contents are part of the final state, after the readers'
     ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S
     call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
     here: Path | None = None  # {here} when not the file's folder: a dataset's copy runs what the original named
@@ -99,6 +100,7 @@ class _Checker(servicefile._Checker):
             path=self.path, name=self.name(), command=self.command(), reset=self.reset(), env=self.table("env"),
             files=self.files(), include=self.strings("include"), exclude=self.strings("exclude"),
             volatile=self.volatile(), population=self.population(), readers=self.readers(),
+            resources=self.resources(),
             ready_timeout_s=self.seconds("ready_timeout_s", DEFAULT_READY_TIMEOUT_S),
             call_timeout_s=self.seconds("call_timeout_s", DEFAULT_CALL_TIMEOUT_S))
 
@@ -132,8 +134,9 @@ class _Checker(servicefile._Checker):
     def readers(self) -> tuple[ToolCall, ...]:
         value = self.raw.get("readers", [])
         if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-            raise self.fail("readers", "must be a list of tables: [[readers]] then tool and arguments")
-        calls = tuple(self.call(f"readers[{i}]", item, named=False) for i, item in enumerate(value))
+            raise self.fail("readers", "must be a list of tables: [[readers]] then tool and arguments, or resource")
+        calls = tuple(self.call(f"readers[{i}]", item, named=False) for i, item in enumerate(value)
+                      if "resource" not in item)
         for i, call in enumerate(calls):
             if re.search(r"\{(dir|here|python|draw:[^}]*)\}", json.dumps(call.arguments)):
                 raise self.fail(f"readers[{i}].arguments", "a program sends these arguments too: give literal values, "
@@ -142,6 +145,20 @@ class _Checker(servicefile._Checker):
         if len({c.tool for c in calls}) < len(calls):
             raise self.fail("readers", "names a tool twice: one call per reader tool")
         return calls
+
+    def resources(self) -> tuple[str, ...]:
+        """The readers given as `resource = "uri"`: state a server shows as MCP resources rather than tools."""
+        uris = []
+        for i, item in enumerate(self.raw.get("readers", [])):
+            if "resource" in item:
+                uri = item["resource"]
+                if set(item) != {"resource"} or not isinstance(uri, str) or "://" not in uri:
+                    raise self.fail(f"readers[{i}].resource", "a resource reader is one URI alone, e.g. "
+                                                              "resource = \"notes://all\"")
+                uris.append(uri)
+        if len(set(uris)) < len(uris):
+            raise self.fail("readers", "names a resource twice: one reader per resource")
+        return tuple(uris)
 
     def call(self, key: str, item: dict, named: bool | None = None) -> ToolCall:
         unknown = sorted(set(item) - {"tool", "arguments", "named"} - ({"named"} if named is None else set()))

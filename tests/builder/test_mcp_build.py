@@ -40,6 +40,19 @@ def test_a_server_that_makes_its_own_ids_builds_and_its_reference_scores_100(tmp
     assert all("create_task(" in r["reference_program"] for r in rows)
     assert any("<made-" in json.dumps(r["test_cases"], default=str) for r in rows), "the ids it made are renamed"
     scores_100_in_both_modes(out, tmp_path / "results", "tasks")
+    # Each task keeps the documentation with what was observed added (--doc enriched): scored so, the reference still
+    # passes, and the report's paired test compares the run with the one on the spec.
+    assert all(r["api_doc_enriched"].startswith(r["api_doc"].rstrip()) for r in rows)
+    assert all("- `complete_task` reports an error" in r["api_doc_enriched"] for r in rows)
+    done = run("evaluate", "--dataset", str(out), "--model", "reference", "--doc", "enriched", "--out",
+               str(tmp_path / "results" / "code"))  # the spec run's folder: one results file per documentation
+    assert done.returncode == 0, done.stderr[-2000:]
+    spec = next((tmp_path / "results" / "code").rglob("results.json"))
+    enriched = json.loads(spec.with_name("results_enriched.json").read_text())
+    assert enriched["doc"] == "enriched" and enriched["summary"]["scenarios"]["tasks"]["pass@1"] == 1.0
+    report = run("evaluate.report", str(spec), str(spec.with_name("results_enriched.json")))
+    assert report.returncode == 0, report.stderr
+    assert "natural, enriched doc" in report.stdout and "## Paired differences in pass@1" in report.stdout
 
 
 def test_a_server_that_cannot_start_ends_the_build_with_one_line(tmp_path):
@@ -57,6 +70,7 @@ def memory_build(tmp_path_factory) -> tuple[Path, dict]:
 
 
 @needs_memory
+@pytest.mark.e2e  # the fake server's build covers the same path in the default run, in a third of the time
 def test_the_memory_server_builds_from_its_file_and_its_reference_scores_100(memory_build, tmp_path):
     out, manifest = memory_build
     assert manifest["counts"]["memory"] >= 3
@@ -71,20 +85,10 @@ def test_the_memory_server_builds_from_its_file_and_its_reference_scores_100(mem
     assert "not found" in by[("add_observations", "undocumented error")]["evidence"]
     assert ("create_entities", "repeated create") in by
     assert not any(f["kind"] == "delete cascade" for f in plain["findings"])
-    # Each task keeps the documentation with what was observed added (--doc enriched): scored so, the reference still
-    # passes, and the report's paired test compares the run with the one on the spec.
-    assert all(r["api_doc_enriched"].startswith(r["api_doc"].rstrip()) for r in rows)
+    # Each task keeps the documentation with what was observed added (--doc enriched; scored on the fake server's
+    # build above).
     assert all("- `add_observations` reports an error for an entity name that does not exist (seen: add_observations("
                in r["api_doc_enriched"] for r in rows)
-    done = run("evaluate", "--dataset", str(out), "--model", "reference", "--doc", "enriched", "--out",
-               str(tmp_path / "code"))  # the spec run's folder: one results file per documentation
-    assert done.returncode == 0, done.stderr[-2000:]
-    spec = next((tmp_path / "code").rglob("results.json"))
-    enriched = json.loads(spec.with_name("results_enriched.json").read_text())
-    assert enriched["doc"] == "enriched" and enriched["summary"]["scenarios"]["memory"]["pass@1"] == 1.0
-    report = run("evaluate.report", str(spec), str(spec.with_name("results_enriched.json")))
-    assert report.returncode == 0, report.stderr
-    assert "natural, enriched doc" in report.stdout and "## Paired differences in pass@1" in report.stdout
 
 
 @needs_memory
@@ -95,3 +99,17 @@ def test_the_memory_server_builds_the_same_bytes_twice(memory_build, tmp_path):
     assert manifest["content_hash"] == second["content_hash"]
     for name in ("memory.toml", "memory.model.json", "memory.readiness.md"):
         assert (first / "services" / name).read_bytes() == (tmp_path / "b" / "services" / name).read_bytes()
+
+
+@pytest.mark.e2e
+def test_the_voice_lab_builds_from_its_server_file_alone_and_its_reference_scores_100(tmp_path):
+    """StateEval's own voice lab, served over MCP and described only by scenarios/mcp/servers/voicelab.toml (its
+    state in two resources): derived as an unseen server would be, it builds and its reference passes."""
+    out = tmp_path / "ds"
+    manifest = build("voicelab", out, 4)
+    assert manifest["counts"]["voicelab"] >= 2
+    model = json.loads((out / "services" / "voicelab.model.json").read_text())
+    assert [k[:2] for k in model["keys"]] == [["speech id", "text_to_speech"]], "the id the lab makes, by its name"
+    rows = load_rows(out)
+    assert all(r["binding_count"] >= 1 for r in rows)
+    scores_100_in_both_modes(out, tmp_path / "results", "voicelab")

@@ -1,6 +1,7 @@
 """A tiny MCP server for the tests, unlike the memory server in every way the derivation relies on: the server makes
 up the ids (`create_task` answers `{"id": "t-1", ...}`), no tool carries annotations (the reader is found by
-probing), the ids are referred to as `task_id`, and its state lives in a JSON file in the folder it is given.
+probing), the ids are referred to as `task_id`, and its state lives in a JSON file in the folder it is given, also
+shown as the resource tasks://all.
 
     python fake_server.py FOLDER
 """
@@ -69,6 +70,11 @@ def reset_tasks() -> dict:
 @server.tool(description="List every task.")
 def list_tasks() -> dict:
     return {"tasks": load()["tasks"]}
+
+
+@server.resource("tasks://all", name="tasks", mime_type="application/json", description="Every task.")
+def all_tasks() -> str:
+    return json.dumps(load()["tasks"])
 
 
 if __name__ == "__main__":

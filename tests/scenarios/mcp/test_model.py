@@ -82,6 +82,27 @@ def test_the_server_file_may_name_the_readers_and_the_arguments_they_are_called_
         probe(wrong, server)
 
 
+def test_state_shown_as_a_resource_is_read_by_naming_it(tmp_path):
+    """A server whose state is an MCP resource rather than a tool (the voice lab's voice://speeches) names it as a
+    reader: its contents are the final state, and the keys and references are confirmed through it."""
+    file = load(write_fake(tmp_path, FAKE_FILE + '\n[[readers]]\nresource = "tasks://all"\n'))
+    assert file.resources == ("tasks://all",) and file.readers == ()
+    with Server(file) as server:
+        model = probe(file, server)
+        shown = model.read(server)
+        assert server.read_resource("tasks://nothing").error
+    assert shown == [{"error": False, "value": [{"id": "t-1", "title": shown[0]["value"][0]["title"],
+                                                 "done": False}]}], "the population's task, read as JSON"
+    assert model.readers == [] and [(k.name, k.answer) for k in model.keys] == [("task id", ("id",))]
+    assert {(e.tool, e.path) for e in model.edges} == {("complete_task", ("task_id",)), ("delete_task", ("task_id",))}
+    assert model.removes == ["delete_task"] and "list_tasks" in model.dropped, \
+        "with the state declared, a tool found alone is no reader: it changes nothing the resource shows"
+    wrong = load(write_fake(tmp_path, FAKE_FILE + '\n[[readers]]\nresource = "tasks://none"\n'))
+    with Server(wrong) as server, pytest.raises(ServerError, match="names the resource 'tasks://none', which the "
+                                                                  "server tasks does not read"):
+        probe(wrong, server)
+
+
 def test_the_instance_s_private_folder_is_written_the_same_in_every_answer(tmp_path):
     folder = tmp_path / "stateeval-x-1"
     answer = private(Answer({"dirs": [str(folder)]}, False, f"Allowed: {folder}"), folder)

@@ -36,6 +36,11 @@ def test_a_reset_call_and_exclusions_read(tmp_path):
     ('name = "x"\ncommand = ["a"]\n[[readers]]\ntool = "tree"\narguments = { path = "{dir}" }\n',
      "readers[0].arguments", "literal values"),
     ('name = "x"\ncommand = ["a"]\n[[readers]]\ntool = "t"\n[[readers]]\ntool = "t"\n', "readers", "twice"),
+    ('name = "x"\ncommand = ["a"]\n[[readers]]\nresource = "notes"\n', "readers[0].resource", "one URI alone"),
+    ('name = "x"\ncommand = ["a"]\n[[readers]]\nresource = "a://b"\ntool = "t"\n', "readers[0].resource",
+     "one URI alone"),
+    ('name = "x"\ncommand = ["a"]\n[[readers]]\nresource = "a://b"\n[[readers]]\nresource = "a://b"\n', "readers",
+     "resource twice"),
 ])
 def test_a_wrong_file_fails_with_one_line_naming_the_key(tmp_path, text, key, words):
     path = tmp_path / "x.toml"
