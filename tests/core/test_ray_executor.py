@@ -89,6 +89,7 @@ def scored(dataset: Path, out: Path, executor: str, samples: str | None = None) 
 
 
 @needs_ray
+@pytest.mark.e2e  # the same Ray executor as the byte-for-byte build above, under evaluate
 def test_the_reference_scores_the_same_on_ray(builds, tmp_path):
     dataset = builds[1]
     local, on_ray = scored(dataset, tmp_path, "local"), scored(dataset, tmp_path, "ray")

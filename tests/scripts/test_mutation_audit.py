@@ -39,6 +39,7 @@ def audit(tmp_path_factory):
     return proc, out
 
 
+@pytest.mark.e2e  # a build and an audit of it; the operators are covered one by one below
 def test_report_arithmetic(audit):
     proc, out = audit
     report = json.loads((out / "report.json").read_text())
@@ -60,6 +61,7 @@ def test_report_arithmetic(audit):
     assert all(sum(row["task_id"] == t for row in mapping) <= PER_TASK + 1 for t in controls)  # --per-task
 
 
+@pytest.mark.e2e
 def test_every_operator_produces_mutants(audit):
     _, out = audit
     produced = {json.loads(line)["operator"] for line in (out / "mutants.map.jsonl").read_text().splitlines()}

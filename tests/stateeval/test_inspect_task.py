@@ -106,6 +106,7 @@ CLI = ("import sys, inspect_ai.model._model as m; m.count_text_tokens = lambda t
        "from inspect_ai._cli.main import main; sys.argv = ['inspect', *sys.argv[1:]]; sys.exit(main())")
 
 
+@pytest.mark.e2e  # inspect's CLI in a process of its own; the task's scoring is covered in-process below
 def test_inspect_eval_finds_the_task_by_its_registered_name(dataset, tmp_path):
     """`inspect eval stateeval/stateeval -T ...`: the task found through the package's entry point, run on
     mockllm, every sample scored 0 (prose is not a program) with the diagnosis as metadata."""
