@@ -373,6 +373,7 @@ def _subset_dataset(source: Path, dest: Path, keep: int) -> list[str]:
     return table.column("task_id").to_pylist()
 
 
+@pytest.mark.e2e  # two full runs for one corner of the run folder's name
 def test_two_dataset_folders_with_the_same_name_are_not_confused(small_dataset, tmp_path):
     cache = tmp_path / "hf-cache"  # one user's machine: a single datasets cache
     full, part = tmp_path / "a" / "stateeval", tmp_path / "b" / "stateeval"
@@ -417,6 +418,7 @@ def test_limit_takes_the_first_tasks_of_each_scenario(tmp_path, capsys):
     assert {s: b["tasks"] for s, b in report["summary"]["scenarios"].items()} == {"tensor": 2, "voice": 2}
 
 
+@pytest.mark.e2e  # tests/evaluate/test_plots.py draws the figures from a run in the default run
 def test_plot_writes_the_four_figures(small_dataset, tmp_path, hf_cache):
     proc = evaluate("--model", "reference", "--dataset", str(small_dataset), "--out", str(tmp_path), "--plot",
                     hf_cache=hf_cache)

@@ -120,6 +120,7 @@ def test_a_server_that_does_not_start_says_so_in_one_line(tmp_path):
 
 
 @needs_memory
+@pytest.mark.e2e  # the fake server's derivation runs by default; the memory server's takes 15 s of probing
 def test_the_memory_server_is_derived_from_its_file_alone():
     file = load("memory")
     with Server(file) as server:
