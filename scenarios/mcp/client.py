@@ -64,6 +64,19 @@ def answer_of(result) -> Answer:
         return Answer(text if text else None, False, text)
 
 
+def contents_of(result) -> Answer:
+    """An `Answer` from the SDK's ReadResourceResult: each text content parsed as JSON, else kept as text; the one
+    content's value, or the list of them."""
+    texts = [getattr(c, "text", None) for c in getattr(result, "contents", [])]
+    values = []
+    for text in texts:
+        try:
+            values.append(json.loads(text) if text is not None else None)
+        except ValueError:
+            values.append(text)
+    return Answer(values[0] if len(values) == 1 else values, False, "".join(t or "" for t in texts))
+
+
 class _Instance:
     """One process of the server and its session, on an event loop of its own thread."""
 
@@ -231,50 +244,32 @@ class Server:
 
     def call(self, name: str, arguments: dict) -> Answer:
         """The tool's answer; ServerError when the server no longer answers."""
-        now = self._now
-        if now is None or not now.alive():
-            raise ServerError(f"the MCP server {self.file.name} is not running; it printed: {self.tail()}")
-        future = asyncio.run_coroutine_threadsafe(now.session.call_tool(name, arguments), now.loop)
-        try:
-            result = future.result(self.file.call_timeout_s)
-        except TimeoutError:
-            future.cancel()
-            raise ServerError(f"the MCP server {self.file.name} did not answer {name} within "
-                              f"{self.file.call_timeout_s:g} s (call_timeout_s)") from None
-        except Exception as e:  # noqa: BLE001 - a protocol error (unknown tool, invalid arguments) is an answer
-            if not now.alive():
-                raise ServerError(f"the MCP server {self.file.name} stopped during {name}: {e}; it printed: "
-                                  f"{now.tail()}") from None
-            return Answer(None, True, f"{type(e).__name__}: {e}")
-        return private(answer_of(result), now.folder)
+        return self._ask(lambda session: session.call_tool(name, arguments), name, answer_of)
 
     def read_resource(self, uri: str) -> Answer:
         """A resource's contents as an Answer: its text parsed as JSON, else the text (several contents: a list);
         an error answer when the server refuses to read it."""
+        return self._ask(lambda session: session.read_resource(uri), f"the resource {uri}", contents_of)
+
+    def _ask(self, request, what: str, read) -> Answer:
+        """`read` of what `request(session)` gets from the running instance, with the instance's folder written
+        `{dir}`; a protocol error (an unknown tool or resource, invalid arguments) is an error answer."""
         now = self._now
         if now is None or not now.alive():
             raise ServerError(f"the MCP server {self.file.name} is not running; it printed: {self.tail()}")
-        future = asyncio.run_coroutine_threadsafe(now.session.read_resource(uri), now.loop)
+        future = asyncio.run_coroutine_threadsafe(request(now.session), now.loop)
         try:
             result = future.result(self.file.call_timeout_s)
         except TimeoutError:
             future.cancel()
-            raise ServerError(f"the MCP server {self.file.name} did not answer the resource {uri} within "
+            raise ServerError(f"the MCP server {self.file.name} did not answer {what} within "
                               f"{self.file.call_timeout_s:g} s (call_timeout_s)") from None
-        except Exception as e:  # noqa: BLE001 - an unknown resource is an answer
+        except Exception as e:  # noqa: BLE001 - a protocol error is an answer
             if not now.alive():
-                raise ServerError(f"the MCP server {self.file.name} stopped reading {uri}: {e}; it printed: "
+                raise ServerError(f"the MCP server {self.file.name} stopped during {what}: {e}; it printed: "
                                   f"{now.tail()}") from None
             return Answer(None, True, f"{type(e).__name__}: {e}")
-        texts = [getattr(c, "text", None) for c in getattr(result, "contents", [])]
-        values = []
-        for text in texts:
-            try:
-                values.append(json.loads(text) if text is not None else None)
-            except ValueError:
-                values.append(text)
-        return private(Answer(values[0] if len(values) == 1 else values, False, "".join(t or "" for t in texts)),
-                       now.folder)
+        return private(read(result), now.folder)
 
     def reset(self, seed: int | None = None) -> list[tuple[ToolCall, dict, Answer]]:
         """Empty the server (a restart in a fresh folder, or the file's reset call), then send the population drawn
