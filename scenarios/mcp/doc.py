@@ -13,7 +13,9 @@ from scenarios.mcp.model import ITEM, Model, leaves
 PREAMBLE = (
     "Each tool of the server is a Python function of the same name in the program's namespace (no import needed): "
     "call it with the tool's arguments as keyword arguments, e.g. `{example}`. It returns the tool's answer: its "
-    "structured content where the tool gives one, else its text parsed as JSON, else the text. A tool that reports "
+    "structured content where the tool gives one (exactly the shape under `Answers:`, a `{{result: ...}}` object "
+    "included, even where the description speaks only of what it holds), else its text parsed as JSON, else the "
+    "text. A tool that reports "
     "an error raises `ToolError` with the server's message. Each tool lists its arguments (`a.b` a field of `a`, "
     "`a[]` each item of the list `a`; optional unless marked required), the shape of its answer where the server "
     "declares one, and what the server says of its effects.")

@@ -96,7 +96,8 @@ class ToolAPI(API):
                             "{out0_}",) if where else \
                 (f"call {label}{args}, and keep the {self.makes.attr} it was sent for the new {self.makes.noun} as "
                  "{out0_}",)  # an answer that does not hold it
-            self.noun = f"{self.makes.attr} of the {{nth}}new {self.makes.noun}"
+            # by its tool: another tool may make one too (the voice lab's speech_to_speech makes a speech)
+            self.noun = f"{self.makes.attr} of the {{nth}}{self.makes.noun} made by {label}"
         elif self.kind == ANSWER:
             self.phrases = (f"call {label}{args}, and keep its answer as {{out0_}}",)
             self.noun = f"{{nth}}answer of {label}"
