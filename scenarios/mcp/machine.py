@@ -96,7 +96,7 @@ class ToolAPI(API):
                             "{out0_}",) if where else \
                 (f"call {label}{args}, and keep the {self.makes.attr} it was sent for the new {self.makes.noun} as "
                  "{out0_}",)  # an answer that does not hold it
-            # by its tool: another tool may make one too (the voice lab's speech_to_speech makes a speech)
+            # named by its tool: another tool may make one too (one that converts a record into a new one)
             self.noun = f"{self.makes.attr} of the {{nth}}{self.makes.noun} made by {label}"
         elif self.kind == ANSWER:
             self.phrases = (f"call {label}{args}, and keep its answer as {{out0_}}",)

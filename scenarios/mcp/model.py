@@ -411,9 +411,10 @@ class _Probe:
                               f"{self.file.name} does not list among its tools ({', '.join(sorted(listed))})")
         model.readers, model.reader_arguments = list(declared), declared
         for uri in self.file.resources:
-            if self.server.read_resource(uri).error:
+            shown = self.server.read_resource(uri)
+            if shown.error:
                 raise ServerError(f"the server file {self.file.path} names the resource {uri!r}, which the server "
-                                  f"{self.file.name} does not read: {self.server.read_resource(uri).text}")
+                                  f"{self.file.name} does not read: {shown.text}")
         declared = declared or dict.fromkeys(self.file.resources)  # state declared: read-only tools are queries
         for tool in model.tools:
             hint = read_only(tool)
@@ -523,8 +524,8 @@ class _Probe:
 
                     put(arguments, path, [other] if kind == "array" else other)
                     alt = self.server.call(tool["name"], arguments)
-                    differs = alt.error or alike(alt.value) != _unordered(written(_parsed(known.value), value, "<key>")) \
-                        or alike(self.snapshot()) != state
+                    answered = _unordered(written(_parsed(known.value), value, "<key>"))
+                    differs = alt.error or alike(alt.value) != answered or alike(self.snapshot()) != state
                     if named or differs:
                         model.edges.append(Edge(tool["name"], path, key.name, named or "effect"))
                         break
