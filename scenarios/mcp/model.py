@@ -38,7 +38,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from scenarios.mcp.client import Server, ServerError, population
+from scenarios.mcp.client import Answer, Server, ServerError, population
 from scenarios.mcp.serverfile import ServerFile
 from scenarios.rest.model import ASSET, seed_of  # noqa: F401 - a test case's seed, stored and read as for REST
 from scenarios.rest.world import _differences
@@ -312,8 +312,12 @@ class Model:
 
     def read(self, server: Server) -> list:
         """The readers' answers: the final state."""
-        return ([server.call(name, self.reader_arguments.get(name, {})).to_plain() for name in self.readers]
+        return ([self.reader_answer(server, name).to_plain() for name in self.readers]
                 + [server.read_resource(uri).to_plain() for uri in self.file.resources])
+
+    def reader_answer(self, server: Server, name: str) -> Answer:
+        """One reader's answer, called with the arguments the server file gives it (none by default)."""
+        return server.call(name, self.reader_arguments.get(name, {}))
 
     def tool(self, name: str) -> dict:
         return next(t for t in self.tools if t["name"] == name)
@@ -570,11 +574,10 @@ class _Probe:
                 if made is None:
                     made_arguments = draw(model.tool(key.tool).get("inputSchema") or {}, self.rng)
                     value = self.make(key, made_arguments, False)
-                    making.append((key, made_arguments, value))
                 else:
                     key, made_arguments, value = made[len(making)]
                     self.make(key, copy.deepcopy(made_arguments), False, value)
-                    making.append((key, made_arguments, value))
+                making.append((key, made_arguments, value))
             if value is not None:
                 bound.append(value)
                 leaf = get(arguments, edge.path)
@@ -595,7 +598,7 @@ class _Probe:
         self.server.reset(seed)
         made = [self.make(key, draw(self.model.tool(key.tool).get("inputSchema") or {}, self.rng), False)
                 for _ in range(2)]
-        answer = self.server.call(reader, self.model.reader_arguments.get(reader, {}))
+        answer = self.model.reader_answer(self.server, reader)
         at = None if None in made or answer.error else find(answer.value, made[0])
         indices = [i for i, step in enumerate(at or ()) if isinstance(step, int)]
         if len(indices) != 1:
