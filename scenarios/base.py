@@ -25,6 +25,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
+from scenarios.mutants import altered_plain
+
 INIT = "init"  # producer tag of variables declared in the setup block
 # Tiers: named generation settings, recorded in the manifest and every result (docs/tasks.md): the paper's programs,
 # and the frontier's, which must read the world. Every scenario has the paper tier; `Scenario.tiers` says which more.
@@ -448,6 +450,30 @@ class World(ABC):
 
     def close(self) -> None:
         pass
+
+    # World mutants (`scenarios.mutants`, `--mode tests`): the world gone wrong on one operation.
+
+    mutant = None  # the `scenarios.mutants.Mutant` this world behaves as, None when correct
+
+    def mutate(self, mutant) -> None:
+        """Behave as `mutant` says from the next `reset` on (None: correctly); called in the worker before every
+        program's job. By default the mutant is applied in the child, around the calls the world records
+        (`call_mutant`); a world in front of a service applies it there instead (`scenarios.rest.proxy`)."""
+        self.mutant = mutant
+
+    def call_mutant(self):
+        """The mutant the child's `scenarios.trace.Recorder` applies around each recorded call (None: none there)."""
+        return self.mutant
+
+    def altered(self, value: Any) -> Any:
+        """Another value of the same kind (`scenarios.mutants.ALTERED`): plain data as `altered_plain` alters it;
+        a world whose calls answer values of its own types alters those here."""
+        return altered_plain(value)
+
+    def changed(self) -> int:
+        """In the worker after a job: how many requests the mutant changed where the world applies it itself (0 for
+        a world whose mutants the child's recorder applies; it counts those)."""
+        return 0
 
     # Tool calling (`--mode tools`, see `scenarios.calling`): the child runs calls on the world one by one.
 

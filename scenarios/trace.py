@@ -23,6 +23,7 @@ import json
 from typing import Any, Callable, Iterable
 
 from scenarios.base import canonical_json
+from scenarios.mutants import IGNORED, TWICE, Mutant, altered_plain, mutated_answer
 
 # The version of the trace format (the shortening by `compact`, the value ids, the binding rule). A dataset stores
 # it with each trace, and a trace of another format is not compared: equal calls could look different.
@@ -177,6 +178,11 @@ class Recorder:
         self.recording = False
         self.raised: BaseException | None = None  # the last exception an API call raised
         self._depth = 0
+        # A world mutant applied around each call of its operation (`scenarios.mutants`), how the world alters a
+        # value of its own, and how many calls it changed.
+        self.mutant: Mutant | None = None
+        self.altered: Callable[[Any], Any] = altered_plain
+        self.changed = 0
 
     def start(self, namespace: dict, names: Iterable[str]) -> None:
         plain = {}
@@ -190,6 +196,8 @@ class Recorder:
 
     def run(self, api: str, arguments: Callable[[], dict], call: Callable[[], Any], options: Iterable[str] = ()):
         """`call()`'s result, recording the call as `api` with `arguments()` (names to live values)."""
+        if self.mutant is not None and self.mutant.api == api and self.recording and not self._depth:
+            call = self._mutated(call)
         if not self.recording or self._depth or len(self.calls) >= MAX_CALLS:
             return call()
         self._depth += 1
@@ -208,6 +216,33 @@ class Recorder:
             return result
         finally:
             self._depth -= 1
+
+    def _mutated(self, call: Callable[[], Any]) -> Callable[[], Any]:
+        """`call` as the mutant makes it: not made (answering None), made twice (answering the first time), or its
+        answer changed (`scenarios.mutants.mutated_answer`); `changed` counts the calls whose answer or effect
+        differs, as far as the answers tell (a second answer unlike the first)."""
+        mutant = self.mutant
+
+        def mutated():
+            if mutant.kind == IGNORED:
+                self.changed += 1
+                return None
+            first = call()
+            if mutant.kind == TWICE:
+                second = call()
+                self.changed += self._differ(first, second)
+                return first
+            answer = mutated_answer(mutant, first, self.altered)
+            self.changed += self._differ(first, answer)
+            return answer
+
+        return mutated
+
+    def _differ(self, a: Any, b: Any) -> bool:
+        try:
+            return canonical_json(self.canonical(a)) != canonical_json(self.canonical(b))
+        except Exception:  # noqa: BLE001 - values the world cannot represent: count them as changed
+            return True
 
     def _plain(self, arguments: Callable[[], dict]) -> dict:
         try:

@@ -80,6 +80,9 @@ class Job:
     # Jobs of one group (a task's reference runs) may share a child across test cases (`run_batched`); None: only
     # jobs on the same test case do.
     group: Any = None
+    # The world mutant the program runs on (`scenarios.mutants.Mutant`; `--mode tests`), None: the correct world.
+    # The reply's `extra["mutated"]` counts the calls the mutant changed.
+    mutant: Any = None
 
     def request(self, limits: Limits) -> Request:
         """What the worker is sent for this job (`core.sandbox.protocol`)."""
@@ -96,7 +99,8 @@ class Job:
             return EpisodeRequest(self.scenario, case, limits, self.calls, self.submit)
         if self.trace:
             return TraceRequest(self.scenario, case, limits, self.code)
-        return ProgramRequest(self.scenario, case, limits, self.code, self.record)
+        return ProgramRequest(self.scenario, case, limits, self.code, self.record,
+                              None if self.mutant is None else self.mutant.to_json())
 
 
 @dataclass

@@ -74,6 +74,7 @@ class ProgramRequest:
     limits: Limits
     code: str
     record: bool = True  # whether the program's API calls come back (`Reply.trace`)
+    mutant: dict | None = None  # the world mutant it runs on (`scenarios.mutants.Mutant.to_json`); None: the world
 
 
 @dataclass
@@ -139,9 +140,10 @@ def decode_request(line: bytes | str) -> Request:
 
 # What a child may report about a program or an episode (the worker adds the rest); anything else it wrote is
 # dropped (`core.sandbox.worker._checked_report`).
-REPORT_KEYS = ("status", "result", "recorded", "error", "traceback", "trace", "in_api", "setup", "calls", "submit")
+REPORT_KEYS = ("status", "result", "recorded", "error", "traceback", "trace", "in_api", "setup", "calls", "submit",
+               "mutated")
 # What a reply carries besides the verdict, into `Outcome.extra`.
-EXTRA_KEYS = ("containment", "leftovers", "in_api", "setup", "calls", "submit", "world_lost")
+EXTRA_KEYS = ("containment", "leftovers", "in_api", "setup", "calls", "submit", "world_lost", "mutated")
 
 
 @dataclass

@@ -75,8 +75,8 @@ from core.sandbox.containment import (
                                       reap_leftovers,
                                       unshare,
                                       )
-from core.sandbox.protocol import (REPORT_KEYS, BatchRequest, EpisodeRequest, Limits, Request, TraceRequest,
-                                   decode_request, encode_reply)
+from core.sandbox.protocol import (REPORT_KEYS, BatchRequest, EpisodeRequest, Limits, ProgramRequest, Request,
+                                   TraceRequest, decode_request, encode_reply)
 from core.statuses import (
                            CHILD_STATUSES,
                            CRASH,
@@ -91,6 +91,7 @@ from scenarios import get_scenario, load_world
 from scenarios.rest.registration import register_environment
 from scenarios.base import canonical_json
 from scenarios.calling import Tracer, run_calls, setup_handles, submitted
+from scenarios.mutants import Mutant
 from scenarios.trace import Recorder, bind
 
 
@@ -136,6 +137,8 @@ def execute(world, code: str, case: dict, record: bool = True) -> dict:
     the report of a program that compiled carries them as `trace` (raw calls and the setup's value ids), and
     `in_api` says whether the exception that ended it was raised inside an API call."""
     recorder = Recorder(world.trace_value)
+    recorder.mutant, recorder.altered = world.call_mutant(), world.altered
+    record = record or world.mutant is not None  # a mutant is applied where the calls are recorded
     ns, before, failed = _setup(world, case, recorder if record else None)
     if failed:
         return failed
@@ -148,6 +151,8 @@ def execute(world, code: str, case: dict, record: bool = True) -> dict:
     report = _exec_program(world, program, ns, recorder)
     if record:
         report["trace"] = recorder.to_plain()
+    if world.mutant is not None:
+        report["mutated"] = recorder.changed
     return report
 
 
@@ -466,6 +471,8 @@ class Runner:
         os.unlink(path)
         pid = None
         try:
+            # A program's job may be on a world mutant (`scenarios.mutants`); every other job is on the correct world.
+            world.mutate(Mutant.from_json(request.mutant) if isinstance(request, ProgramRequest) else None)
             world.reset(first)
             # The wall clock starts after the reset: restoring the world (restarting a service an earlier program
             # killed or kept busy) is the worker's time, not this program's.
@@ -497,6 +504,9 @@ class Runner:
                 report["batch"] = reports
             else:
                 _read_world(world, report)
+                if world.mutant is not None:  # the calls it changed, in the child and in front of a service
+                    counted = report.get("mutated")  # (the child's count is its word: a trusted test's only)
+                    report["mutated"] = (counted if type(counted) is int else 0) + world.changed()
             report["seconds"] = round(seconds, 4)
             report["output"] = _read_capped(out, limits.output_bytes)
             report["containment"] = self.containment

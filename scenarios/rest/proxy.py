@@ -15,6 +15,11 @@ test case's world. `take()` gives the exchanges since the last `take` (or `open`
 to the service are kept open between the requests of one test case and ended by `close()`, before the service
 may be started again.
 
+With a world mutant (`mutate`, `scenarios.mutants`), the proxy is also where an HTTP service goes wrong: every
+request of the mutant's operation (`resolve` names a request's operation) is answered as the mutant says, and the
+record keeps what the service really answered (so the ids it made, and the final state, are the real ones).
+`changed` counts the requests whose answer or effect the mutant changed.
+
 The worker forks its children while the proxy's threads wait; a child keeps none of them (and closes the proxy's
 socket with the worker's other descriptors), which is as it should be: the proxy is the worker's.
 """
@@ -22,10 +27,14 @@ socket with the worker's other descriptors), which is as it should be: the proxy
 from __future__ import annotations
 
 import http.client
+import json
 import queue
 import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+
+from scenarios.mutants import IGNORED, STATUS, TWICE, Mutant, mutated_answer, other_status
 
 # Headers that belong to one connection, not to the request (RFC 9110, 7.6.1), and those the proxy sets itself.
 HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te",
@@ -59,6 +68,9 @@ class Proxy:
         # Connections to the service kept open between the requests of one test case (`close` ends them: the
         # service may be started again before the next).
         self._idle: list[http.client.HTTPConnection] = []
+        self.mutant: Mutant | None = None
+        self._resolve: Callable[[str, str], str | None] | None = None
+        self.changed = 0
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.proxy = self  # type: ignore[attr-defined]
         self._thread = threading.Thread(target=self._server.serve_forever, name="rest-proxy", daemon=True)
@@ -73,6 +85,12 @@ class Proxy:
         with self._lock:
             self._log = []
             self._open = True
+
+    def mutate(self, mutant: Mutant | None, resolve: Callable[[str, str], str | None] | None = None) -> None:
+        """Answer as `mutant` says from now on (None: as the service does); `resolve(method, path)` names the
+        operation of a request (the name the mutant's `api` uses), None for no operation."""
+        with self._lock:
+            self.mutant, self._resolve, self.changed = mutant, resolve, 0
 
     def close(self) -> None:
         """Refuse new requests and wait (up to SETTLE_S) for those in flight to be answered and recorded."""
@@ -102,20 +120,28 @@ class Proxy:
                 self._busy += 1
             return self._open
 
-    def _done(self, exchange: Exchange | None) -> None:
+    def _done(self) -> None:
         with self._lock:
             self._busy -= 1
-            if exchange is not None:
-                self._log.append(exchange)
             self._lock.notify_all()
 
     def forward(self, method: str, path: str, headers: list[tuple[str, str]], body: bytes
                 ) -> tuple[int, str, list[tuple[str, str]], bytes]:
         """Send one request on to the service: status, reason, headers and body of its answer (502 when the service
-        cannot be reached, 503 while the proxy is closed); recorded when the service answered."""
+        cannot be reached, 503 while the proxy is closed); recorded when the service answered. Under a mutant whose
+        operation this request is, the answer (or what was sent) is the mutant's."""
         if not self._admit():
             return UNAVAILABLE, "Service Unavailable", [], b""
-        exchange = None
+        try:
+            mutant = self.mutant
+            if mutant is not None and self._resolve is not None and self._resolve(method, path.split("?")[0]) == mutant.api:
+                return self._mutated(mutant, method, path, headers, body)
+            return self._send(method, path, headers, body)
+        finally:
+            self._done()
+
+    def _send(self, method: str, path: str, headers: list[tuple[str, str]], body: bytes
+              ) -> tuple[int, str, list[tuple[str, str]], bytes]:
         with self._lock:
             connection = self._idle.pop() if self._idle else None
         try:
@@ -131,16 +157,44 @@ class Proxy:
         except (OSError, http.client.HTTPException) as e:
             connection.close()
             return BAD_GATEWAY, "Bad Gateway", [("Content-Type", "text/plain")], f"{type(e).__name__}".encode()
+        exchange = Exchange(method, path, answer.status, data, answer.getheader("Content-Type") or "")
+        if answer.will_close:
+            connection.close()
         else:
-            exchange = Exchange(method, path, answer.status, data, answer.getheader("Content-Type") or "")
-            if answer.will_close:
-                connection.close()
-            else:
-                with self._lock:
-                    self._idle.append(connection)
-            return answer.status, answer.reason, answer.getheaders(), data
-        finally:
-            self._done(exchange)
+            with self._lock:
+                self._idle.append(connection)
+        with self._lock:
+            self._log.append(exchange)
+        return answer.status, answer.reason, answer.getheaders(), data
+
+    def _mutated(self, mutant: Mutant, method: str, path: str, headers: list[tuple[str, str]], body: bytes
+                 ) -> tuple[int, str, list[tuple[str, str]], bytes]:
+        """The answer to a request of the mutant's operation (`scenarios.mutants` says what each kind does)."""
+        if mutant.kind == IGNORED:  # never sent: answered as a success, with what was sent
+            self._count(True)
+            return (201 if method == "POST" else 200), "OK", [("Content-Type", "application/json")], body or b"{}"
+        status, reason, answer_headers, data = self._send(method, path, headers, body)
+        if mutant.kind == TWICE:
+            again = self._send(method, path, headers, body)
+            self._count((again[0], again[3]) != (status, data))
+            return status, reason, answer_headers, data
+        if mutant.kind == STATUS:
+            self._count(True)
+            return other_status(status), reason, answer_headers, data
+        try:
+            answer = json.loads(data)
+        except ValueError:
+            return status, reason, answer_headers, data  # not JSON: no record or list to change
+        changed = mutated_answer(mutant, answer)
+        if changed == answer:
+            return status, reason, answer_headers, data
+        self._count(True)
+        return status, reason, answer_headers, json.dumps(changed).encode()
+
+    def _count(self, changed: bool) -> None:
+        if changed:
+            with self._lock:
+                self.changed += 1
 
 
 class _Server(ThreadingHTTPServer):

@@ -38,6 +38,7 @@ from scenarios.base import World, canonicalize
 from scenarios.calling import Tools, Tracer, answer_body
 from scenarios.rest.model import Model, path_parameters, probe, resource, seed_of, template_match
 from scenarios.rest.process import Service
+from scenarios.mutants import http_resolver
 from scenarios.rest.proxy import Exchange, Proxy
 from scenarios.rest.learned import made_up
 from scenarios.rest.servicefile import ServiceFile
@@ -157,6 +158,18 @@ class RestWorld(World):
             self.proxy.stop()
             self.proxy = None
         self.service.stop()
+
+    def mutate(self, mutant) -> None:
+        """A world mutant is applied by the proxy, in front of the service, to the operations the document names."""
+        self.mutant = mutant
+        if self.proxy is not None:
+            self.proxy.mutate(mutant, http_resolver([f"{op.method} {op.path}" for op in self.model.operations]))
+
+    def call_mutant(self):
+        return None
+
+    def changed(self) -> int:
+        return self.proxy.changed if self.proxy is not None else 0
 
     def outcome(self, result: Any, recorded: Any) -> tuple[Any, Any]:
         """RESULT and the final state, renamed with the ids the service made as the proxy recorded them (the

@@ -41,6 +41,8 @@ import requests  # imported once here so that every forked child finds it loaded
 
 from scenarios.base import PAPER, TIERS, World
 from scenarios.calling import Tools, Tracer, answer_body
+from scenarios.mutants import http_resolver
+from scenarios.rest.proxy import Proxy
 from scenarios.session import store
 from scenarios.session.doc import operations
 from scenarios.session.server import ServiceProcess
@@ -108,6 +110,7 @@ class SessionWorld(World):
         self._backends: dict[str, _Backend] = {}
         self._ops: dict[str, dict] | None = None  # every tier's endpoints by tool name, built at the first call
         self.tier = PAPER
+        self._proxy: Proxy | None = None  # in front of the service while a world mutant is set (`mutate`)
         self._backend(PAPER)
 
     def _backend(self, tier: str) -> _Backend:
@@ -142,6 +145,10 @@ class SessionWorld(World):
         elif not service.settle(SETTLE_TIMEOUT_S):  # still busy with an earlier program's requests
             service.restart()
         store.reset(self._conn, sessions, salt)
+        if self.mutant is not None:  # in front of this tier's service, which may have moved to another port
+            self._proxy.close()
+            self._proxy.port = service.port
+            self._proxy.open()
 
     def intact(self) -> bool:
         """The service is restarted only by `reset`, before a job: still listening after it, it lived through the
@@ -169,8 +176,32 @@ class SessionWorld(World):
         store.load(self._conn, saved)
         return True
 
+    def mutate(self, mutant) -> None:
+        """A world mutant is applied by a proxy (`scenarios.rest.proxy`, the same as any REST service's) that the
+        program reaches the service through while the mutant is set: the service logs, and stores, what it really
+        received."""
+        self.mutant = mutant
+        if mutant is not None and self._proxy is None:
+            self._proxy = Proxy(self.service.port, SETTLE_TIMEOUT_S * 5)
+        if self._proxy is not None:
+            self._proxy.close()
+            self._operations()  # every tier's, built once
+            apis = sorted({f"{op.method.upper()} {op.path}" for ops in self._ops.values() for op in ops.values()})
+            self._proxy.mutate(mutant, http_resolver(apis) if mutant is not None else None)
+
+    def call_mutant(self):
+        return None
+
+    def changed(self) -> int:
+        return self._proxy.changed if self._proxy is not None else 0
+
+    def _settled(self) -> None:
+        """Under a mutant: the requests in flight at its proxy answered, before the service's log or store is read."""
+        if self.mutant is not None and self._proxy is not None:
+            self._proxy.close()
+
     def namespace(self, case: dict) -> dict:
-        url = self.service.url
+        url = self._proxy.url if self.mutant is not None and self._proxy is not None else self.service.url
 
         def service_url() -> str:
             """The base URL of the session service for this test case, e.g. http://127.0.0.1:PORT."""
@@ -181,11 +212,13 @@ class SessionWorld(World):
     def calls(self, recorded):
         """The requests the service answered during the test case, read from its call log (`app.CallLog`), not
         from the child: whatever HTTP client the program used, this is what reached the service."""
+        self._settled()
         return [service_call(c) for c in store.calls(self._conn)]
 
     def snapshot(self, recorded):
         """The stored sessions; with their versions on a tier whose writes count them (a program's If-Match
         writes change them, so the oracle compares them)."""
+        self._settled()
         return store.snapshot(self._conn, versions=self.tier != PAPER)
 
     # ---- tool calling (`--mode tools`): each endpoint of the OpenAPI document is a tool
@@ -247,6 +280,8 @@ class SessionWorld(World):
     def close(self) -> None:
         # At once, not gracefully: the database goes next, and a service kept busy by the last program would make
         # the worker outlast the harness's patience when it stops (then it is killed before it cleans up).
+        if self._proxy is not None:
+            self._proxy.stop()
         for backend in self._backends.values():
             backend.service.kill()
             backend.conn.close()

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 from scenarios.base import World, canonicalize
 from scenarios.calling import Tools, Tracer
+from scenarios.mutants import altered_plain
 from scenarios.tensor import stateful
 from scenarios.tensor.doc import OPERATIONS, frontier_tool_specs, tool_specs
 
@@ -79,6 +80,11 @@ class TensorWorld(World):
             return {"__tensor__": {"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape),
                                    "#": hashlib.blake2b(data, digest_size=8).hexdigest()}}
         return self.canonical_leaf(obj)
+
+    def altered(self, value):
+        """A tensor with one added (a boolean one negated), anything else as plain data is altered."""
+        return altered_plain(value, lambda t: (~t if t.dtype == torch.bool else t + 1)
+                             if isinstance(t, torch.Tensor) else t)
 
     def record_calls(self, namespace: dict, recorder) -> None:
         _install(self.objects is not None)  # once per child (see TRACED below): a batch's programs share the wrappers

@@ -10,6 +10,8 @@ import time
 import pytest
 import requests
 
+from scenarios.mutants import (FIELD_ALTERED, FIELD_DROPPED, IGNORED, LAST_DROPPED, STATUS, TWICE, Mutant,
+                                http_resolver)
 from scenarios.rest.process import Service
 from scenarios.rest.proxy import Proxy
 from scenarios.rest.servicefile import load
@@ -89,3 +91,66 @@ def test_connections_at_once_each_served_and_no_thread_left_once_stopped(proxied
     while threading.active_count() > before - 1 and time.monotonic() < deadline:
         time.sleep(0.05)  # the server's own thread and its connection threads end
     assert threading.active_count() == before - 1
+
+
+# ---- world mutants (`scenarios.mutants`): the proxy is where any HTTP service goes wrong, one operation at a time
+
+RESOLVE = http_resolver(["POST /items", "GET /items", "GET /headers"])
+
+
+def _stored(service) -> list:
+    return service.request("GET", "/items").json()  # the service itself, past the proxy
+
+
+@pytest.mark.parametrize("kind, expect_status, expect_stored", [
+    (IGNORED, 201, 0),  # answered as a success, never stored
+    (TWICE, 201, 2),  # stored twice, answered once
+    (STATUS, 200, 1),  # stored, with another success status
+])
+def test_a_write_mutant_changes_what_the_service_stores_or_says_and_is_counted(proxied, kind, expect_status,
+                                                                                  expect_stored):
+    service, proxy = proxied
+    service.reset()
+    proxy.mutate(Mutant(kind, "POST /items"), RESOLVE)
+    proxy.open()
+    made = requests.post(f"{proxy.url}/items", json={"colour": "red"})
+    assert made.status_code == expect_status
+    assert len(_stored(service)) == expect_stored
+    assert proxy.changed == 1
+    if kind == TWICE:
+        assert made.json() == {"id": 1}, "the first answer comes back"
+        assert [e.status for e in proxy.take()] == [201, 201], "the record keeps both real answers"
+
+
+@pytest.mark.parametrize("mutant, expect", [
+    (Mutant(LAST_DROPPED, "GET /items"), [{"path": "/items", "body": {"n": 1}}]),
+    (Mutant(FIELD_DROPPED, "GET /items", 0), [{"path": "/items"}, {"path": "/items"}]),
+    (Mutant(FIELD_ALTERED, "GET /items", -1), [{"path": "/items~", "body": {"n": 1}},
+                                               {"path": "/items~", "body": {"n": 2}}]),
+])
+def test_a_read_mutant_changes_the_answer_and_not_the_service(proxied, mutant, expect):
+    service, proxy = proxied
+    service.reset()
+    proxy.open()
+    for n in (1, 2):
+        requests.post(f"{proxy.url}/items", json={"n": n})
+    proxy.mutate(mutant, RESOLVE)
+    assert requests.get(f"{proxy.url}/items").json() == expect
+    assert len(_stored(service)) == 2 and proxy.changed == 1
+    assert requests.post(f"{proxy.url}/items", json={"n": 3}).json() == {"id": 3}, "another operation is untouched"
+    proxy.mutate(None)
+    assert len(requests.get(f"{proxy.url}/items").json()) == 3, "no mutant: the service's own answer"
+    assert proxy.changed == 0
+
+
+def test_the_same_mutant_twice_gives_the_same_answers(proxied):
+    service, proxy = proxied
+    seen = []
+    for _ in range(2):
+        service.reset()
+        proxy.mutate(Mutant(FIELD_ALTERED, "GET /items", 0), RESOLVE)
+        proxy.open()
+        requests.post(f"{proxy.url}/items", json={"n": 1})
+        seen.append((requests.get(f"{proxy.url}/items").content, proxy.changed))
+        proxy.close()
+    assert seen[0] == seen[1] and seen[0][1] == 1

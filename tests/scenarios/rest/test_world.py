@@ -189,3 +189,42 @@ def test_a_batch_child_that_sets_up_a_second_test_case_sees_each_request_once(tm
     finally:
         world.close()
     assert [method for method, _ in seen] == ["POST"]
+
+
+def test_a_world_mutant_of_a_derived_service_is_applied_at_its_proxy_and_only_to_its_job(tmp_path):
+    """Any service of a service file gets world mutants without code of its own: the proxy answers an ignored add
+    as done while the service stores nothing, and the next job, named no mutant, meets the service as it is."""
+    from builder.config import BuildConfig, rng_for
+    from builder.fuzz import CoverageRecorder
+    from builder.program import generate_program
+    from core.sandbox.harness import Limits
+    from core.sandbox.protocol import ProgramRequest, WireCase
+    from core.sandbox.worker import Runner
+    from scenarios import get_scenario
+    from scenarios.mutants import IGNORED, LAST_DROPPED, Mutant
+    from scenarios.rest.registration import register
+    from tests.scenarios.rest.conftest import write_service
+
+    name = "mutated_items"
+    register(write_service(tmp_path, name=name))
+    config = BuildConfig(scenarios=[name], n=1, seed=0, created_at="2026-01-01")
+    program = generate_program(get_scenario(name), rng_for(config, name, 0, "fuzz"), CoverageRecorder())
+    case = program.test_cases(config, 0)[0].to_row()
+    code = f"RESULT = [{POST}, len(requests.get(f'{{BASE_URL}}/items', headers=HEADERS).json())]"
+    runner = Runner(None)
+    try:
+        def run(mutant: Mutant | None) -> dict:
+            return runner.run_job(ProgramRequest(name, WireCase.of(case), Limits(), code, True,
+                                                 None if mutant is None else mutant.to_json()))
+
+        correct = run(None)
+        ignored = run(Mutant(IGNORED, "POST /items"))
+        short = run(Mutant(LAST_DROPPED, "GET /items"))
+        again = run(None)
+    finally:
+        runner.close()
+    assert correct["result"][0] == ignored["result"][0] == 201
+    assert ignored["result"][1] == correct["result"][1] - 1 and ignored["mutated"] == 1
+    assert ignored["state"] != correct["state"], "the service never stored the ignored add"
+    assert short["result"][1] == correct["result"][1] - 1 and short["state"] == correct["state"]
+    assert (again["result"], again["state"]) == (correct["result"], correct["state"]) and "mutated" not in again
