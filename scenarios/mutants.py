@@ -22,7 +22,8 @@ The kinds, each applied to what the operation answers or does, never knowing whi
 Two layers apply them, each in one place for every world of its kind: `scenarios.rest.proxy` between a program
 and an HTTP service (the session service and any service of a service file), and `scenarios.trace.Recorder`
 around the calls of an in-process world (tensor, voice, an MCP server's tools). Each counts the calls whose
-answer or effect it changed: a mutant that changed nothing on a reference test's run is one no test of the
+answer it changed (a write made twice changes the state, which the caller compares, and no answer): a mutant that
+changed nothing on a reference test's run, neither an answer nor RESULT nor the final state, is one no test of the
 task could tell apart, and is dropped.
 """
 
