@@ -18,7 +18,7 @@ may be started again.
 With a world mutant (`mutate`, `scenarios.mutants`), the proxy is also where an HTTP service goes wrong: every
 request of the mutant's operation (`resolve` names a request's operation) is answered as the mutant says, and the
 record keeps what the service really answered (so the ids it made, and the final state, are the real ones).
-`changed` counts the requests whose answer or effect the mutant changed.
+`changed` counts the requests whose answer the mutant changed.
 
 The worker forks its children while the proxy's threads wait; a child keeps none of them (and closes the proxy's
 socket with the worker's other descriptors), which is as it should be: the proxy is the worker's.
@@ -133,8 +133,8 @@ class Proxy:
         if not self._admit():
             return UNAVAILABLE, "Service Unavailable", [], b""
         try:
-            mutant = self.mutant
-            if mutant is not None and self._resolve is not None and self._resolve(method, path.split("?")[0]) == mutant.api:
+            mutant, resolve = self.mutant, self._resolve
+            if mutant is not None and resolve is not None and resolve(method, path.split("?")[0]) == mutant.api:
                 return self._mutated(mutant, method, path, headers, body)
             return self._send(method, path, headers, body)
         finally:
@@ -171,14 +171,14 @@ class Proxy:
                  ) -> tuple[int, str, list[tuple[str, str]], bytes]:
         """The answer to a request of the mutant's operation (`scenarios.mutants` says what each kind does)."""
         if mutant.kind == IGNORED:  # never sent: answered as a success, with what was sent
-            self._count(True)
+            self._count()
             return (201 if method == "POST" else 200), "OK", [("Content-Type", "application/json")], body or b"{}"
         status, reason, answer_headers, data = self._send(method, path, headers, body)
         if mutant.kind == TWICE:  # what it changed shows in the state, never in an answer: not counted here
             self._send(method, path, headers, body)
             return status, reason, answer_headers, data
-        if mutant.kind == STATUS:
-            self._count(True)
+        if mutant.kind == STATUS and other_status(status) != status:
+            self._count()
             return other_status(status), reason, answer_headers, data
         try:
             answer = json.loads(data)
@@ -187,13 +187,12 @@ class Proxy:
         changed = mutated_answer(mutant, answer)
         if changed == answer:
             return status, reason, answer_headers, data
-        self._count(True)
+        self._count()
         return status, reason, answer_headers, json.dumps(changed).encode()
 
-    def _count(self, changed: bool) -> None:
-        if changed:
-            with self._lock:
-                self.changed += 1
+    def _count(self) -> None:
+        with self._lock:
+            self.changed += 1
 
 
 class _Server(ThreadingHTTPServer):
