@@ -111,6 +111,7 @@ class SessionWorld(World):
         self._ops: dict[str, dict] | None = None  # every tier's endpoints by tool name, built at the first call
         self.tier = PAPER
         self._proxy: Proxy | None = None  # in front of the service while a world mutant is set (`mutate`)
+        self._resolver = None
         self._backend(PAPER)
 
     def _backend(self, tier: str) -> _Backend:
@@ -185,9 +186,15 @@ class SessionWorld(World):
             self._proxy = Proxy(self.service.port, SETTLE_TIMEOUT_S * 5)
         if self._proxy is not None:
             self._proxy.close()
+            self._proxy.mutate(mutant, None if mutant is None else self._resolve())
+
+    def _resolve(self):
+        """The operation of a request, among every tier's (`scenarios.mutants.http_resolver`), made once."""
+        if self._resolver is None:
             self._operations()  # every tier's, built once
-            apis = sorted({f"{op.method.upper()} {op.path}" for ops in self._ops.values() for op in ops.values()})
-            self._proxy.mutate(mutant, http_resolver(apis) if mutant is not None else None)
+            self._resolver = http_resolver(sorted({f"{op.method.upper()} {op.path}" for ops in self._ops.values()
+                                                   for op in ops.values()}))
+        return self._resolver
 
     def call_mutant(self):
         return None
