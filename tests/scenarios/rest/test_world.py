@@ -191,7 +191,8 @@ def test_a_batch_child_that_sets_up_a_second_test_case_sees_each_request_once(tm
     assert [method for method, _ in seen] == ["POST"]
 
 
-def test_a_world_mutant_of_a_derived_service_is_applied_at_its_proxy_and_only_to_its_job(tmp_path):
+def test_a_world_mutant_of_a_derived_service_is_applied_at_its_proxy_and_only_to_its_job(tmp_path,
+                                                                                          isolated_registry):
     """Any service of a service file gets world mutants without code of its own: the proxy answers an ignored add
     as done while the service stores nothing, and the next job, named no mutant, meets the service as it is."""
     from builder.config import BuildConfig, rng_for
