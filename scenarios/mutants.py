@@ -37,7 +37,6 @@ from typing import Any, Callable
 IGNORED, TWICE, STATUS = "ignored", "twice", "status"
 FIELD_DROPPED, FIELD_ALTERED, LAST_DROPPED, ALTERED = "field_dropped", "field_altered", "last_dropped", "altered"
 KINDS = (IGNORED, TWICE, STATUS, FIELD_DROPPED, FIELD_ALTERED, LAST_DROPPED, ALTERED)
-HTTP_ONLY = (STATUS,)
 READS = ("GET", "HEAD", "OPTIONS")  # an HTTP operation with one of these methods changes nothing
 # What each kind means, for reports that name the kinds a test missed.
 MEANING = {
