@@ -47,13 +47,17 @@ METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 @dataclass(frozen=True)
 class Exchange:
-    """One request the service answered: its method, path (with the query), status and answer's bytes."""
+    """One request the service answered: its method, path (with the query), status and answer's bytes. Under a
+    world mutant, `shown` is the status and bytes the program was answered instead (None: the service's), and
+    `unseen` marks a request the program never sent (the repeat of a write applied twice)."""
 
     method: str
     path: str
     status: int
     body: bytes
     content_type: str
+    shown: tuple[int, bytes] | None = None
+    unseen: bool = False
 
 
 class Proxy:
@@ -107,6 +111,11 @@ class Proxy:
             log, self._log = self._log, []
             return log
 
+    def exchanges(self) -> list[Exchange]:
+        """The exchanges recorded since the last `take` or `open`, kept."""
+        with self._lock:
+            return list(self._log)
+
     def stop(self) -> None:
         self.close()
         self._server.shutdown()
@@ -140,8 +149,11 @@ class Proxy:
         finally:
             self._done()
 
-    def _send(self, method: str, path: str, headers: list[tuple[str, str]], body: bytes
-              ) -> tuple[int, str, list[tuple[str, str]], bytes]:
+    def _send(self, method: str, path: str, headers: list[tuple[str, str]], body: bytes,
+              shown: Callable[[int, bytes], tuple[int, bytes] | None] = lambda status, data: None,
+              unseen: bool = False) -> tuple[int, str, list[tuple[str, str]], bytes]:
+        """Send one request and record it, with what `shown(status, data)` says the program is answered instead
+        (None: the service's answer)."""
         with self._lock:
             connection = self._idle.pop() if self._idle else None
         try:
@@ -157,7 +169,8 @@ class Proxy:
         except (OSError, http.client.HTTPException) as e:
             connection.close()
             return BAD_GATEWAY, "Bad Gateway", [("Content-Type", "text/plain")], f"{type(e).__name__}".encode()
-        exchange = Exchange(method, path, answer.status, data, answer.getheader("Content-Type") or "")
+        instead = shown(answer.status, data)
+        exchange = Exchange(method, path, answer.status, data, answer.getheader("Content-Type") or "", instead, unseen)
         if answer.will_close:
             connection.close()
         else:
@@ -165,7 +178,8 @@ class Proxy:
                 self._idle.append(connection)
         with self._lock:
             self._log.append(exchange)
-        return answer.status, answer.reason, answer.getheaders(), data
+        status, data = instead or (answer.status, data)
+        return status, answer.reason, answer.getheaders(), data
 
     def _mutated(self, mutant: Mutant, method: str, path: str, headers: list[tuple[str, str]], body: bytes
                  ) -> tuple[int, str, list[tuple[str, str]], bytes]:
@@ -173,22 +187,28 @@ class Proxy:
         if mutant.kind == IGNORED:  # never sent: answered as a success, with what was sent
             self._count()
             return (201 if method == "POST" else 200), "OK", [("Content-Type", "application/json")], body or b"{}"
-        status, reason, answer_headers, data = self._send(method, path, headers, body)
         if mutant.kind == TWICE:  # what it changed shows in the state, never in an answer: not counted here
-            self._send(method, path, headers, body)
-            return status, reason, answer_headers, data
-        if mutant.kind == STATUS and other_status(status) != status:
+            answer = self._send(method, path, headers, body)
+            self._send(method, path, headers, body, unseen=True)
+            return answer
+        return self._send(method, path, headers, body, lambda status, data: self._answered(mutant, status, data))
+
+    def _answered(self, mutant: Mutant, status: int, data: bytes) -> tuple[int, bytes] | None:
+        """What the program is answered under an answer's mutant, counted; None when it is the service's answer."""
+        if mutant.kind == STATUS:
+            if other_status(status) == status:
+                return None
             self._count()
-            return other_status(status), reason, answer_headers, data
+            return other_status(status), data
         try:
             answer = json.loads(data)
         except ValueError:
-            return status, reason, answer_headers, data  # not JSON: no record or list to change
+            return None  # not JSON: no record or list to change
         changed = mutated_answer(mutant, answer)
         if changed == answer:
-            return status, reason, answer_headers, data
+            return None
         self._count()
-        return status, reason, answer_headers, json.dumps(changed).encode()
+        return status, json.dumps(changed).encode()
 
     def _count(self) -> None:
         with self._lock:

@@ -35,7 +35,7 @@ import shutil
 import sqlite3
 import tempfile
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import requests  # imported once here so that every forked child finds it loaded
 
@@ -94,6 +94,30 @@ def service_call(logged: dict) -> dict:
     status = int(logged.get("status") or 0)
     result = {"status": status, "body": _parsed(logged.get("answer") or "")}
     return raw_call(api, args, OPTIONS, result, f"HTTP {status}" if status >= ERROR_STATUS else None)
+
+
+def _as_shown(logged: list[dict], exchanges: list) -> list[dict]:
+    """The service's log as the program saw it through a mutant's proxy (`scenarios.rest.proxy.Exchange`): each
+    request with the status and answer the proxy gave, the requests the program never sent (a write's repeat) left
+    out. A logged request is matched to the first exchange not yet matched with its method and path (requests of a
+    program that sends several at once may be answered in another order than logged); one without (a request
+    that did not go through the proxy) stays as logged."""
+    free = list(exchanges)
+    shown = []
+    for call in logged:
+        match = next((e for e in free if e.method == call["method"] and unquote(urlsplit(e.path).path) == call["path"]),
+                     None)
+        if match is None:
+            shown.append(call)
+            continue
+        free.remove(match)
+        if match.unseen:
+            continue
+        if match.shown is not None:
+            status, data = match.shown
+            call = {**call, "status": status, "answer": data.decode("utf-8", "replace")}
+        shown.append(call)
+    return shown
 
 
 @dataclass
@@ -218,9 +242,13 @@ class SessionWorld(World):
 
     def calls(self, recorded):
         """The requests the service answered during the test case, read from its call log (`app.CallLog`), not
-        from the child: whatever HTTP client the program used, this is what reached the service."""
+        from the child: whatever HTTP client the program used, this is what reached the service. Under a world
+        mutant, each with the answer the program had from the proxy (`_as_shown`)."""
         self._settled()
-        return [service_call(c) for c in store.calls(self._conn)]
+        logged = store.calls(self._conn)
+        if self.mutant is not None and self._proxy is not None:
+            logged = _as_shown(logged, self._proxy.exchanges())
+        return [service_call(c) for c in logged]
 
     def snapshot(self, recorded):
         """The stored sessions; with their versions on a tier whose writes count them (a program's If-Match

@@ -85,6 +85,9 @@ def test_session_mutants_in_front_of_the_service(sandbox):
     assert (ignored.result, ignored.state, ignored.extra["mutated"]) == ([201, 0], {}, 1), \
         "an ignored write is answered as done and never stored"
     assert (status.result, len(status.state), status.extra["mutated"]) == ([200, 1], 1, 1)
+    shown = {call["api"]: call["result"] for call in status.trace}
+    assert shown[CREATE]["status"] == 200, "the trace holds what the program was answered, not what the service said"
+    assert [call["result"]["body"] for call in short.trace if call["api"] == LIST] == [[]]
     assert (short.result, len(short.state), short.extra["mutated"]) == ([201, 0], 1, 1), "the service keeps it"
     assert (again.result, again.state) == (correct.result, correct.state), "the next job's world is correct"
     assert (short_again.result, short_again.state, short_again.trace) == (short.result, short.state, short.trace)
