@@ -28,6 +28,7 @@ from builder.draft import Draft, keep
 from builder.fresh import FreshSplit, prepare
 from builder.fuzz import CoverageRecorder, NoValidCall
 from builder.mutate import analyse_mutants
+from evaluate.mutation_score import analyse_world
 from builder.oracles import capture_oracles
 from builder.stats import Table1, exact_mean, format_table
 from builder.base import BaseProgram
@@ -242,6 +243,14 @@ class Tally:
     mutants: int = 0
     killed: int = 0
     test_cases: int = 0
+    # world mutants (`evaluate.mutation_score.analyse_world`): tried, changing the reference test's run, killed by
+    # it, and the tasks that keep theirs (a tests-mode task) or fall below the bar
+    world_tried: int = 0
+    world_changed: int = 0
+    world_killed: int = 0
+    world_kept: int = 0
+    world_tasks: int = 0
+    world_below: int = 0
 
     def add(self, r: TaskRecord) -> None:
         self.tasks += 1
@@ -252,6 +261,22 @@ class Tally:
         self.mutants += r.mutation.get("mutants", 0)
         self.killed += r.mutation.get("killed", 0)
         self.test_cases += len(r.test_cases)
+
+    def add_world(self, world) -> None:
+        self.world_tried += len(world.candidates)
+        self.world_changed += len(world.changed)
+        self.world_killed += len(world.killed)
+        self.world_kept += len(world.kept)
+        self.world_tasks += bool(world.kept)
+        self.world_below += not world.kept
+
+    def world_mutants(self) -> dict:
+        """The report's world-mutant summary: what the reference tests killed, and the tasks kept for tests mode."""
+        return {"tried": self.world_tried, "changed": self.world_changed, "killed": self.world_killed,
+                "score": self.world_killed / self.world_changed if self.world_changed else 0.0,
+                "tests_mode_tasks": self.world_tasks, "below_bar": self.world_below,
+                "kept": self.world_kept,
+                "mutants_per_task": exact_mean(self.world_kept, self.world_tasks) if self.world_tasks else 0.0}
 
     def statistics(self, curve: list[float]) -> dict:
         coverage = curve[-1] if curve else 0.0
@@ -368,6 +393,9 @@ class Run:
         records = [to_record(d, config) for d in kept]
         if self.match:
             records = self.match.take(s.name, records, rejections)
+        for r, world in zip(records, analyse_world(records, sandbox, f"world mutants {s.name}", strict=True)):
+            r.world_mutants = [asdict(m) for m in world.kept]
+            s.tally.add_world(world)
         for r in records:
             s.tally.add(r)
             self.table1.add(r, frontier=config.tier == FRONTIER)
@@ -383,6 +411,7 @@ class Run:
         config, scenarios = self.config, self.scenarios
         report = {
             "mutation": {name: s.tally.mutation() for name, s in scenarios.items()} if config.mutants else {},
+            "world_mutants": {name: s.tally.world_mutants() for name, s in scenarios.items()},
             "attempts": {name: s.next for name, s in scenarios.items()},  # programs fuzzed
             "kept": {name: s.tally.tasks for name, s in scenarios.items()},
             "rejections": dict(sorted(self.rejections.items())),

@@ -27,7 +27,7 @@ MAJOR, MINOR, PATCH = "major", "minor", "patch"
 LEVELS = (PATCH, MINOR, MAJOR)
 # What a model is asked and how it is judged: a change to any of these for an existing task is a new major version.
 ASKED = ("instruction", "instruction_steps", "instruction_vague", "facts", "api_doc", "api_doc_enriched", "setup_code")
-JUDGED = ("reference_program", "test_cases")
+JUDGED = ("reference_program", "test_cases", "world_mutants")
 PROVENANCE = ("created_at", "builder_version", "translator")  # changes no task
 SHOWN = 3  # task ids named per reason
 VERSION = re.compile(r"v(\d+)\.(\d+)\.(\d+)")
@@ -93,6 +93,8 @@ def difference(old: list[TaskRecord], old_manifest: dict, new: list[TaskRecord],
     for fields, level, what in ((ASKED, MAJOR, "what the model is asked"), (JUDGED, MAJOR, "how it is judged"),
                                 (other, MINOR, "other fields")):
         for name in fields:
+            if name in new_columns - old_columns:
+                continue  # a column the previous release lacks: its rows read the empty value; counted as added
             changed = [tid for tid in compared if getattr(before[tid], name) != getattr(after[tid], name)]
             if changed:
                 diff.add(level, f"{what}: `{name}` changed in {len(changed)} task(s) ({_ids(changed)})")

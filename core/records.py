@@ -53,9 +53,15 @@ MUTATION = pa.struct([  # the build's mutation analysis of the reference (builde
     ("equivalents", pa.list_(pa.string())),  # each equivalent mutant: operator and changed line
 ])
 
+WORLD_MUTANT = pa.struct([  # a world mutant a test of the task is scored by (scenarios.mutants.Mutant)
+    ("kind", pa.string()),  # ignored, twice, status, field_dropped, field_altered, last_dropped, altered
+    ("api", pa.string()),  # the operation it changes, as the task's traces name it
+    ("field", pa.int32()),  # the field kinds' position in the sorted field names (0 or -1); null for the others
+])
+
 # Columns added since the first release, with the value an older shard's rows read as: a dataset built by an
 # earlier version still loads (its schema is SCHEMA less these columns), so old releases stay scorable.
-ADDED = {"levers": [], "api_doc_enriched": ""}
+ADDED = {"levers": [], "api_doc_enriched": "", "world_mutants": []}
 
 SCHEMA = pa.schema([
     ("task_id", pa.string()),
@@ -84,6 +90,9 @@ SCHEMA = pa.schema([
     ("translator", pa.string()),
     ("translation", TRANSLATION),
     ("mutation", MUTATION),
+    # The world mutants its reference test kills (`evaluate.mutation_score`): what `--mode tests` scores a test by;
+    # empty when the reference test kills fewer than 90% of the mutants that change its run (no tests-mode task)
+    ("world_mutants", pa.list_(WORLD_MUTANT)),
 ])
 
 
@@ -134,6 +143,7 @@ class TaskRecord:
     translation: dict
     mutation: dict = field(default_factory=dict)
     api_doc_enriched: str = ""
+    world_mutants: list[dict] = field(default_factory=list)  # {kind, api, field}: `scenarios.mutants.Mutant`
 
     def to_row(self) -> dict:
         row = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}

@@ -13,8 +13,10 @@ test that asserts nothing, or nothing the mutants change, scores 0.
 
 A task's *reference test* is its reference program with its oracle on that test case as `EXPECTED`; its mutants
 are the candidates of its reference's trace that change something on the reference test's run (an answer it saw,
-or RESULT or the final state): a mutant that changes nothing there is one no test of the requirement could tell
-apart, and is left out.
+or RESULT or the final state) and that the reference test kills: a mutant that changes nothing there, or nothing
+the reference checks, is one no test of the requirement could be asked to tell apart, and is left out. The builder
+stores them in each task (`world_mutants`), none for a task whose reference test kills fewer than 90% of those that
+change its run.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import json
 from dataclasses import dataclass, field
 
 from core.records import TaskRecord
-from core.sandbox.harness import Executor, Job
+from core.sandbox.harness import Executor, Job, require_verdicts
 from core.statuses import INFRA_ERROR, OK
 from scenarios import get_scenario
 from scenarios.mutants import MEANING, Mutant, candidates
@@ -46,6 +48,14 @@ class TestScore:
     missed: list[str] = field(default_factory=list)
     error: str = ""  # why it failed on the correct world
     unscored: bool = False  # a world gave no verdict (a lost worker): no score
+    sample: int = 0
+    scenario: str = ""
+    no_code: bool = False  # the answer held no code: nothing ran, score 0
+
+    @property
+    def kills_all(self) -> bool:
+        """Pass in tests mode: it passes the correct world and kills every mutant of its task."""
+        return self.passed_correct and bool(self.killed) and not self.missed
 
     @property
     def score(self) -> float:
@@ -103,40 +113,111 @@ def passes(task: TaskRecord, outcome) -> tuple[bool, str]:
     return reason is None, reason or ""
 
 
+BAR = 0.9  # the share of the mutants that change its run that a task's reference test must kill
+
+
+@dataclass
+class WorldAnalysis:
+    """A task's world mutants on its reference test's run: the candidates tried, those that changed something
+    there, and those the reference test failed on (killed)."""
+
+    candidates: list[Mutant]
+    changed: list[Mutant]
+    killed: list[Mutant]
+    passed_correct: bool = True
+
+    @property
+    def score(self) -> float:
+        """Killed / changed: the reference test's own mutation score before the unkilled are left out."""
+        return len(self.killed) / len(self.changed) if self.changed else 0.0
+
+    @property
+    def kept(self) -> list[Mutant]:
+        """The task's mutants: those its reference test kills (one no test of the requirement tells apart is left
+        out, as equivalent program mutants are), none when it kills fewer than BAR of those that change its run
+        (a requirement its own reference checks too loosely is no tests-mode task) or fails on the correct world."""
+        return self.killed if self.passed_correct and self.changed and self.score >= BAR else []
+
+
+def analyse_world(tasks: list[TaskRecord], sandbox: Executor, desc: str | None = None,
+                  strict: bool = False) -> list[WorldAnalysis]:
+    """Each task's candidates (`scenarios.mutants.candidates`, from its reference's trace on the first test case)
+    on its reference test's run, every task in one run of the sandbox. `strict` (the builder, whose bytes no fault
+    may change): a job without a verdict raises `NoVerdict`; else such a mutant is left out, as one whose world
+    the run lost on every try is in both cases."""
+    plans = [candidates(load_stored(t.test_cases[0].trace) or []) for t in tasks]
+    jobs = [job for i, (task, tried) in enumerate(zip(tasks, plans))
+            for job in _jobs(task, reference_test(task), [CORRECT, *tried], i)]
+    outcomes = sandbox.run_untrusted(jobs, desc=desc if jobs else None)
+    if strict:  # (a world a run lost on every try, a service that dies on a mutant's requests, is a verdict)
+        require_verdicts(outcomes, lost_worlds=True)
+    analyses, at = [], 0
+    for task, tried in zip(tasks, plans):
+        correct, mine = outcomes[at], outcomes[at + 1:at + 1 + len(tried)]
+        at += 1 + len(tried)
+        analysis = WorldAnalysis(tried, [], [], correct.status != INFRA_ERROR and passes(task, correct)[0])
+        for mutant, outcome in zip(tried, mine):
+            if outcome.status == INFRA_ERROR:  # no verdict, or a world it lost (`World.intact`): left out
+                continue
+            if outcome.extra.get("mutated") or (outcome.status, outcome.result, outcome.state) != \
+                    (correct.status, correct.result, correct.state):
+                analysis.changed.append(mutant)
+                if not passes(task, outcome)[0]:
+                    analysis.killed.append(mutant)
+        analyses.append(analysis)
+    return analyses
+
+
 def task_mutants(task: TaskRecord, sandbox: Executor) -> list[Mutant]:
-    """The task's world mutants: the candidates of its reference's trace on the first test case that change
-    something on the reference test's run (an answer, RESULT or the final state)."""
-    trace = load_stored(task.test_cases[0].trace) or []
-    tried = candidates(trace)
-    outcomes = sandbox.run_untrusted(_jobs(task, reference_test(task), [CORRECT, *tried], "mutants"))
-    correct = outcomes[0]
-    kept = []
-    for mutant, outcome in zip(tried, outcomes[1:]):
-        if outcome.status == INFRA_ERROR:
-            continue
-        if outcome.extra.get("mutated") or (outcome.status, outcome.result, outcome.state) != \
-                (correct.status, correct.result, correct.state):
-            kept.append(mutant)
-    return kept
+    """The task's world mutants as the builder stores them (`WorldAnalysis.kept`)."""
+    return analyse_world([task], sandbox)[0].kept
+
+
+def stored_mutants(task: TaskRecord) -> list[Mutant]:
+    """The world mutants a built task stores (`TaskRecord.world_mutants`)."""
+    return [Mutant.from_json(m) for m in task.world_mutants]
 
 
 def score_tests(task: TaskRecord, tests: list[str], mutants: list[Mutant], sandbox: Executor) -> list[TestScore]:
-    """Each test on the correct world and on each of the task's mutants (in one run of the sandbox)."""
-    worlds = [CORRECT, *mutants]
-    jobs = [job for k, code in enumerate(tests) for job in _jobs(task, code, worlds, k)]
-    outcomes = sandbox.run_untrusted(jobs)
+    """Each test on the correct world and on each of the given mutants of the task (in one run of the sandbox)."""
+    return score_answers([task], {task.task_id: list(tests)}, sandbox, {task.task_id: mutants})
+
+
+def score_answers(tasks: list[TaskRecord], tests: dict[str, list[str | None]], sandbox: Executor,
+                  mutants: dict[str, list[Mutant]] | None = None, lost: dict | None = None,
+                  desc: str | None = None) -> list[TestScore]:
+    """Every sample's test (`tests[task_id]`, one per sample; None for no code) on the correct world and on each
+    of its task's mutants (`mutants`, by default those the task stores), every job in one run of the sandbox.
+    `lost`: (task id, sample) -> why a sample has no test to score (its conversation lost its world): unscored."""
+    mutants = mutants if mutants is not None else {t.task_id: stored_mutants(t) for t in tasks}
+    lost = lost or {}
+    jobs = []
+    for task in tasks:
+        worlds = [CORRECT, *mutants[task.task_id]]
+        for s, code in enumerate(tests.get(task.task_id, [])):
+            if code is not None and (task.task_id, s) not in lost:
+                jobs += _jobs(task, code, worlds, (task.task_id, s))
+    outcomes: dict = {}
+    for o in sandbox.run_untrusted(jobs, desc=desc if jobs else None):
+        outcomes.setdefault(o.key[0], []).append(o)
     scores = []
-    for k in range(len(tests)):
-        mine = outcomes[k * len(worlds):(k + 1) * len(worlds)]
-        if any(o.status == INFRA_ERROR for o in mine):
-            scores.append(TestScore(task.task_id, False, unscored=True))
-            continue
-        ok, why = passes(task, mine[0])
-        score = TestScore(task.task_id, ok, error=why)
-        if ok:
-            for mutant, outcome in zip(mutants, mine[1:]):
-                (score.missed if passes(task, outcome)[0] else score.killed).append(mutant.name)
-        else:
-            score.missed = [m.name for m in mutants]
-        scores.append(score)
+    for task in tasks:
+        names = [m.name for m in mutants[task.task_id]]
+        for s, code in enumerate(tests.get(task.task_id, [])):
+            score = TestScore(task.task_id, False, sample=s, scenario=task.scenario)
+            if (task.task_id, s) in lost:
+                score.unscored, score.error = True, lost[(task.task_id, s)]
+            elif code is None:
+                score.no_code, score.missed, score.error = True, names, "no code in the answer"
+            else:
+                mine = sorted(outcomes[(task.task_id, s)], key=lambda o: o.key[1])
+                if any(o.status == INFRA_ERROR for o in mine):
+                    score.unscored = True
+                    score.error = next(o.error for o in mine if o.status == INFRA_ERROR)
+                else:
+                    score.passed_correct, score.error = passes(task, mine[0])
+                    for name, outcome in zip(names, mine[1:]):
+                        killed = score.passed_correct and not passes(task, outcome)[0]
+                        (score.killed if killed else score.missed).append(name)
+            scores.append(score)
     return scores

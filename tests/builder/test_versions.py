@@ -48,6 +48,9 @@ def test_each_kind_of_change_gets_its_level(small_tasks):
     assert diff(old, notes).level == versions.MINOR
     assert diff(old, copy.deepcopy(old), old_columns=COLUMNS - {"levers"}).reasons == [
         "minor: column(s) added: levers"]
+    unread = [dataclasses.replace(t, world_mutants=[]) for t in old]  # as a release without the column reads
+    assert diff(unread, old, old_columns=COLUMNS - {"world_mutants"}).reasons == [
+        "minor: column(s) added: world_mutants"], "a new column's values are an addition, not a change of judging"
 
     worded = [dataclasses.replace(t, instruction=t.instruction + " Please.") if i == 1 else t
               for i, t in enumerate(old)]
