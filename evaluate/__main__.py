@@ -10,6 +10,8 @@ Examples:
   python -m evaluate --model gpt-4.1-nano --price-in 0.10 --price-out 0.40   # and what the run cost, in USD
   python -m evaluate --model gpt-4.1-nano --mode tools                 # call the APIs as tools, per test case
   python -m evaluate --model gpt-4.1-nano --mode explore --max-turns 5 # try code on a scratch world first
+  python -m evaluate --model gpt-4.1-nano --mode tests                 # write tests, scored by the mutants they kill
+  python -m evaluate --model gpt-4.1-nano --mode tests --max-turns 3 --refine-on mutated   # refined on a faulty world
   python -m evaluate --samples answers.jsonl --executor ray --ray-address auto   # score on a Ray cluster
   python -m evaluate.report results/*/*/results.json                   # compare runs side by side
   python -m evaluate --model gpt-4.1-nano --doc enriched --scenario my-api  # the documentation with what was observed
@@ -29,7 +31,8 @@ from core.arguments import INCOMPLETE, INTERRUPTED, Parser, at_least_one, positi
 from core.backends import ALIASES, BACKENDS, Sampling
 from core.records import DOCS
 from core.sandbox.executor import add_executor_options, check_choice
-from evaluate.episodes import MODES
+from core.statuses import INFRA_ERROR
+from evaluate.episodes import DEFAULT_MAX_TURNS, MODES, REFINE_ON, TESTS
 from evaluate.run import EvalConfig
 from evaluate.usage import Price
 from scenarios.base import VARIANTS
@@ -85,12 +88,21 @@ def parse_args(argv: list[str] | None = None) -> EvalConfig:
         "each test case is a conversation in which the model calls the APIs as tools (JSON schemas; tensors and "
         "speeches are handles) and sees each result, then calls submit_result; its calls and submission are "
         "scored like a program's RESULT and final state. explore: the model may run code snippets in a scratch "
-        "world with other stored data before it answers with a program, scored as in code mode. tools and "
-        "explore need the openai, vllm or reference backend; results_tools.json / results_explore.json.")
-    m.add_argument("--mode", choices=MODES, default=d.mode, help="code, tools or explore (default code)")
-    m.add_argument("--max-turns", type=at_least_one, default=d.max_turns,
-                   help=f"model turns per conversation (tools), or code runs before the answer (explore); default "
-                        f"{d.max_turns}")
+        "world with other stored data before it answers with a program, scored as in code mode. tests: the model "
+        "writes a test of the task's requirement (its instruction in the variant), scored by the world mutants "
+        "the task stores that it fails on while passing the correct world (results_tests.json: pass@1 as 'kills "
+        "every mutant', the mean mutation score, the mutant kinds missed). tools, explore and tests with "
+        "--max-turns need the openai, vllm or reference backend; results_tools.json / results_explore.json.")
+    m.add_argument("--mode", choices=MODES, default=d.mode, help="code, tools, explore or tests (default code)")
+    m.add_argument("--max-turns", type=at_least_one, default=None,
+                   help=f"model turns per conversation (tools), or code runs before the answer (explore; default "
+                        f"{DEFAULT_MAX_TURNS} for both; tests: none unless given, then the model may run its test "
+                        "on a live world and revise it up to this many times)")
+    m.add_argument("--refine-on", choices=REFINE_ON, default=None,
+                   help="tests mode with --max-turns: the world the model's test runs on while it refines it: "
+                        "correct (default; the first test case's world) or mutated (that world with one of the "
+                        "task's mutants, sample k taking the k-th), the experiment of refining against a faulty "
+                        "implementation; recorded in results_tests.json")
     t.add_argument("--limit", type=at_least_one, default=None,
                    help="score only the first N tasks of each scenario (in the dataset's order)")
     t.add_argument("--since", default=None, metavar="YYYY-MM-DD",
@@ -112,8 +124,15 @@ def parse_args(argv: list[str] | None = None) -> EvalConfig:
     a = p.parse_args(argv)
     if not a.model and not a.samples:
         p.error("pass --model (an alias such as 'reference', or a model id with --backend) or --samples FILE")
-    if a.samples and a.mode != "code":
-        p.error(f"--samples scores programs (the code mode); --mode {a.mode} needs a model that converses (--model)")
+    if a.samples and a.mode not in ("code", TESTS):
+        p.error(f"--samples scores programs (the code mode) or tests (--mode tests); --mode {a.mode} needs a model "
+                "that converses (--model)")
+    if a.samples and a.mode == TESTS and a.max_turns:
+        p.error("--max-turns refines a model's test by conversation; with --samples there is none: leave it out")
+    if a.refine_on is not None and not (a.mode == TESTS and a.max_turns):
+        p.error("--refine-on chooses the world a test is refined on: it needs --mode tests and --max-turns K")
+    if a.plot and a.mode == TESTS:
+        p.error("--plot draws code-mode figures; a tests-mode run has none (its numbers are in results_tests.json)")
     if problem := check_choice(a.executor, a.ray_address):
         p.error(problem)
     if (a.price_in is None) != (a.price_out is None):
@@ -128,7 +147,9 @@ def parse_args(argv: list[str] | None = None) -> EvalConfig:
         n_samples=a.n_samples, samples=a.samples, out=a.out, limit=a.limit, since=a.since, workers=a.workers,
         executor=a.executor, ray_address=a.ray_address,
         timeout_s=a.timeout_s, sampling=sampling, backend_options=options, plot=a.plot, variant=a.variant, doc=a.doc,
-        price=None if a.price_in is None else Price(a.price_in, a.price_out), mode=a.mode, max_turns=a.max_turns,
+        price=None if a.price_in is None else Price(a.price_in, a.price_out), mode=a.mode,
+        max_turns=a.max_turns,
+        refine_on=a.refine_on or d.refine_on,
     )
 
 
@@ -139,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     from core.records import DatasetError
     from core.sandbox.executor import ExecutorError
     from core.sandbox.harness import SandboxFault
-    from evaluate.run import format_table, format_usage, resume_note, run
+    from evaluate.run import format_usage, resume_note, run
     from evaluate.runlock import RunFolderError
 
     try:
@@ -157,7 +178,14 @@ def main(argv: list[str] | None = None) -> int:
         resume = f", then run the same command again ({resume_note(config)})"
         print(f"error: {cannot_write(exc.filename or config.out, exc, resume=resume)}", file=sys.stderr)
         return 2
-    print(format_table(report["summary"]))
+    if report["mode"] == TESTS:
+        from evaluate.tests_mode import format_tests_table
+
+        print(format_tests_table(report["summary"]))
+    else:
+        from evaluate.run import format_table
+
+        print(format_table(report["summary"]))
     print(format_usage(report["usage"]))
     if "turns" in report:
         t = report["turns"]
@@ -170,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kept this run as {report['run_path']}")
     for fig in report.get("figures", []):
         print(f"wrote {fig}")
-    return INCOMPLETE if report["summary"]["overall"].get("infra_error") else 0
+    return INCOMPLETE if report["summary"]["overall"].get(INFRA_ERROR) else 0  # (samples without a verdict)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,9 @@
   `run_code` up to `--max-turns` times; each snippet runs in the sandbox on a scratch world (the first test case's
   setup with freshly drawn stored values, never a test case's) and the output, error and RESULT come back. Its
   final reply is a program, scored as in the default mode.
+* **tests** with `--max-turns`: as explore, but the model writes a test of the task's requirement and may call
+  `run_test` on a live world, the first test case's own (or, with `--refine-on mutated`, that world with one of the
+  task's mutants); its final reply is a test, scored by `evaluate.mutation_score`.
 
 Every model turn is cached like a one-shot reply (`core.backends.cache`), keyed by everything the model saw up
 to that turn. The tool results are recomputed by replaying the calls (the worlds are deterministic), so a killed
@@ -31,15 +34,19 @@ from core.progress import progress
 from core.records import TaskRecord
 from core.sandbox.harness import Executor, Job, Outcome
 from core.statuses import CRASH, INFRA_ERROR, SETUP_ERROR, TIMEOUT
-from evaluate.prompts import INSTRUCTION_FIELDS, build_messages, extract_code
+from evaluate.mutation_score import VERDICT_LINE, passes
+from evaluate.prompts import INSTRUCTION_FIELDS, build_messages, build_test_messages, extract_code
 from scenarios import get_scenario
 from scenarios.base import PAPER
 from scenarios.calling import SUBMIT, SUBMIT_SPEC, ToolSpec
+from scenarios.mutants import Mutant
 
-CODE, TOOLS, EXPLORE = "code", "tools", "explore"
-MODES = (CODE, TOOLS, EXPLORE)
+CODE, TOOLS, EXPLORE, TESTS = "code", "tools", "explore", "tests"
+MODES = (CODE, TOOLS, EXPLORE, TESTS)
 DEFAULT_MAX_TURNS = 20
-RUN_CODE = "run_code"
+RUN_CODE, RUN_TEST = "run_code", "run_test"
+CORRECT, MUTATED = "correct", "mutated"  # the world a test is refined on (`--refine-on`)
+REFINE_ON = (CORRECT, MUTATED)
 RESULT_PREVIEW_CHARS = 4000  # of a snippet's RESULT shown to the model in explore mode
 
 TOOLS_SYSTEM = (
@@ -69,6 +76,17 @@ EXPLORE_NOTE = (
     "data your answer is checked on). You see what it printed, the error, and RESULT. When you are ready, reply "
     "with the final program in one ```python code block, without a tool call."
 )
+TESTS_NOTE = (
+    "\n\nBefore answering you may call the tool `run_test` with a test, up to {turns} times. It runs after the same "
+    "setup block on a live instance of the API, with the requirement's own data. You see whether it passed, what it "
+    "printed and the error. When you are ready, reply with the final test in one ```python code block, without a "
+    "tool call."
+)
+RUN_TEST_SPEC = ToolSpec(
+    RUN_TEST, "Run a Python test after the setup block on a live instance of the API and see whether it passed, "
+              "its output and its error.",
+    {"type": "object", "properties": {"code": {"type": "string", "description": "Python code"}}, "required": ["code"]},
+)
 RUN_CODE_SPEC = ToolSpec(
     RUN_CODE, "Run Python code after the setup block in a scratch world (different stored data) and see its "
                 "output, its error and RESULT.",
@@ -78,7 +96,7 @@ RUN_CODE_SPEC = ToolSpec(
 
 @dataclass
 class Conversation:
-    """One conversation: a test case of a task (tools) or a task (explore), for one sample."""
+    """One conversation: a test case of a task (tools) or a task (explore, tests), for one sample."""
 
     task: TaskRecord
     sample: int
@@ -88,7 +106,8 @@ class Conversation:
     submit: list | None = None  # submit_result's items, once accepted
     answer: str | None = None  # explore: the final reply
     turns: int = 0
-    code_runs: int = 0  # explore: run_code calls let through, at most --max-turns
+    code_runs: int = 0  # explore, tests: run_code / run_test calls let through, at most --max-turns
+    world: str | None = None  # tests: the world its runs go to, the correct one or a mutant's name
     keys: list[str] = field(default_factory=list)  # the cache key of each turn
     usage: list[Usage | None] = field(default_factory=list)
     ended: str = ""  # why it ended; empty while it goes on
@@ -115,6 +134,8 @@ class Conversation:
         row = {"task_id": self.task.task_id, "sample": self.sample, "case": self.case_name, "turns": self.turns,
                "ended": self.ended, "keys": self.keys, "messages": self.messages,
                "episode": {"calls": self.calls, "submit": self.submit} if self.case is not None else None}
+        if self.world is not None:
+            row["world"] = self.world
         if self.lost:
             row["lost"] = self.lost
         return row
@@ -131,7 +152,7 @@ def tool_specs(scenario: str, mode: str, tier: str = PAPER) -> tuple[ToolSpec, .
     run_code (explore)."""
     if mode == TOOLS:
         return (*get_scenario(scenario).tool_specs(tier), SUBMIT_SPEC)
-    return (RUN_CODE_SPEC,)
+    return (RUN_TEST_SPEC,) if mode == TESTS else (RUN_CODE_SPEC,)
 
 
 def turn_key(c: Conversation, tools: list[dict], sampling: Sampling, model: str) -> str:
@@ -173,11 +194,12 @@ class Driver:
     batch (the backend's concurrency applies), then all their tool calls run in the sandbox in one batch."""
 
     def __init__(self, mode: str, backend: Backend | None, cache: GenerationCache, sampling: Sampling, model: str,
-                 sandbox: Executor, max_turns: int = DEFAULT_MAX_TURNS, variant: str = "natural"):
-        if mode not in (TOOLS, EXPLORE):
+                 sandbox: Executor, max_turns: int = DEFAULT_MAX_TURNS, variant: str = "natural",
+                 refine_on: str = CORRECT):
+        if mode not in (TOOLS, EXPLORE, TESTS):
             raise ValueError(f"unknown conversation mode {mode!r}")
         self.mode, self.backend, self.cache, self.sampling, self.model = mode, backend, cache, sampling, model
-        self.sandbox, self.max_turns, self.variant = sandbox, max_turns, variant
+        self.sandbox, self.max_turns, self.variant, self.refine_on = sandbox, max_turns, variant, refine_on
         self.prepared = False
         self.resumed = 0
 
@@ -204,6 +226,15 @@ class Driver:
         return conversations
 
     def _start(self, conversations: list[Conversation]) -> None:
+        if self.mode == TESTS:
+            for c in conversations:
+                messages = build_test_messages(c.task, self.variant)
+                messages[-1] = {**messages[-1],
+                                "content": messages[-1]["content"] + TESTS_NOTE.format(turns=self.max_turns)}
+                c.messages = messages
+                mutant = refine_world(c.task, c.sample, self.refine_on)
+                c.world = CORRECT if mutant is None else mutant.name
+            return
         if self.mode == EXPLORE:
             for c in conversations:
                 messages = build_messages(c.task, self.variant)
@@ -287,7 +318,7 @@ class Driver:
                     pass
                 elif name == SUBMIT and not isinstance(args.get("result"), list):
                     problem = f'{SUBMIT} takes {{"result": [...]}}: a list of handles or values'
-                elif self.mode == EXPLORE and c.code_runs >= self.max_turns:  # parallel calls count one by one
+                elif self.mode != TOOLS and c.code_runs >= self.max_turns:  # parallel calls count one by one
                     problem = "no code runs are left: reply with the final program, without a tool call"
                 if problem:
                     c.messages.append(_tool_message(call.get("id", ""), {"error": problem}))
@@ -295,13 +326,13 @@ class Driver:
                     submit = (call.get("id", ""), args["result"])
                 else:
                     new.append((call.get("id", ""), name, args))
-                    c.code_runs += self.mode == EXPLORE
+                    c.code_runs += self.mode != TOOLS
             pending.append((c, new, submit))
         if self.mode == TOOLS:
             self._run_tools(pending)
         else:
             self._run_snippets(pending)
-        limit = self.max_turns + (1 if self.mode == EXPLORE else 0)  # explore: the snippets, then the answer
+        limit = self.max_turns + (0 if self.mode == TOOLS else 1)  # explore, tests: the runs, then the answer
         for c, _, _ in pending:
             if not c.ended and c.turns >= limit:
                 c.ended = "turn limit"
@@ -352,13 +383,19 @@ class Driver:
                 if not isinstance(code, str) or not code.strip():
                     c.messages.append(_tool_message(call_id, {"error": "run_code needs {\"code\": \"...\"}"}))
                     continue
-                jobs.append(Job(len(jobs), c.task.scenario, code, scratch_case(c.task, c.sample)))
+                if self.mode == TESTS:
+                    mutant = refine_world(c.task, c.sample, self.refine_on)
+                    jobs.append(Job(len(jobs), c.task.scenario, code + VERDICT_LINE, c.task.test_cases[0],
+                                    mutant=mutant))
+                else:
+                    jobs.append(Job(len(jobs), c.task.scenario, code, scratch_case(c.task, c.sample)))
                 where.append((c, call_id))
         for (c, call_id), o in zip(where, self.sandbox.run_untrusted(jobs)):
             if o.status == INFRA_ERROR:  # the model is never shown a failure of the machine
                 c.lose(o)
             elif not c.lost:
-                c.messages.append(_tool_message(call_id, snippet_report(o)))
+                c.messages.append(_tool_message(call_id, run_report(c.task, o) if self.mode == TESTS
+                                                else snippet_report(o)))
 
 
 def scratch_case(task: TaskRecord, sample: int) -> dict:
@@ -368,6 +405,24 @@ def scratch_case(task: TaskRecord, sample: int) -> dict:
     seed = int(hashlib.sha256(f"scratch:{task.task_id}:{sample}".encode()).hexdigest()[:16], 16)
     assets = get_scenario(task.scenario).scratch_assets([dict(a) for a in case.assets], random.Random(seed))
     return {"setup_code": case.setup_code, "assets": assets}
+
+
+def refine_world(task: TaskRecord, sample: int, refine_on: str):
+    """The world a tests-mode conversation runs its tests on: the correct one (None), or with `--refine-on mutated`
+    one of the task's stored mutants, the sample's by turn (sample k takes mutant k modulo their number)."""
+    if refine_on != MUTATED or not task.world_mutants:
+        return None
+    return Mutant.from_json(task.world_mutants[sample % len(task.world_mutants)])
+
+
+def run_report(task: TaskRecord, o: Outcome) -> dict:
+    """What a model sees of its test's run: passed or failed as scoring judges it (`mutation_score.passes`), its
+    output, and why it failed."""
+    passed, why = passes(task, o)
+    report = {"status": "passed" if passed else "failed", "output": o.output}
+    if why:
+        report["error"] = why
+    return report
 
 
 def snippet_report(o: Outcome) -> dict:
@@ -402,7 +457,7 @@ def answers(tasks: list[TaskRecord], conversations: list[Conversation], mode: st
     out: dict[str, list] = {}
     for t in tasks:
         for s in range(n_samples):
-            if mode == EXPLORE:
+            if mode in (EXPLORE, TESTS):
                 out.setdefault(t.task_id, []).append(extract_code(by[(t.task_id, s, None)].answer))
                 continue
             episodes = [{"calls": by[(t.task_id, s, c)].calls, "submit": by[(t.task_id, s, c)].submit}

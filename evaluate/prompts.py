@@ -52,6 +52,47 @@ def build_messages(task: TaskRecord, variant: str = "natural") -> list[dict]:
     ]
 
 
+TESTS_SYSTEM = (
+    "You are an expert at testing APIs. You write a test that drives an API through its calls and checks, with "
+    "assert statements, what a requirement promises. Answer with one Python code block and nothing else."
+)
+
+TESTS_USER = """\
+## API documentation
+
+{api_doc}
+
+## Setup (already executed; its variables are defined)
+
+```python
+{setup_code}```
+
+## Requirement
+
+{instruction}
+
+Write a Python test of this requirement that continues after the setup block: carry out what the requirement \
+describes through the API, and assert what the documentation and the requirement promise: the values the calls \
+answer, the state they leave, and the result the requirement asks for. Do not repeat the setup or redefine its \
+variables. The test passes when it ends without an exception. It is run against the correct implementation of \
+the API and against faulty ones, each with one operation misbehaving; it must pass on the correct one, and it \
+scores by how many faulty ones it fails on. Reply with a single ```python code block."""
+
+
+def build_test_messages(task: TaskRecord, variant: str = "natural") -> list[dict]:
+    """The prompt of `--mode tests`: the documentation, the setup block and the task's instruction in the variant
+    as the requirement to test."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown instruction variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+    instruction = getattr(task, INSTRUCTION_FIELDS[variant])
+    return [
+        {"role": "system", "content": TESTS_SYSTEM},
+        {"role": "user", "content": TESTS_USER.format(
+            api_doc=task.api_doc.strip(), setup_code=task.setup_code, instruction=instruction.strip(),
+        )},
+    ]
+
+
 _THINKING = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.S | re.I)
 _THINKING_OPENED = re.compile(r"<(think|thinking|reasoning)>", re.I)
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)

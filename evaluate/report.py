@@ -91,6 +91,10 @@ def load_run(path: str | Path) -> Run:
     if not isinstance(data, dict) or not isinstance(data.get("summary"), dict) \
             or "overall" not in data["summary"]:
         raise ReportError(f"{path}: not a results.json written by python -m evaluate (it has no summary)")
+    if data.get("mode") == "tests":
+        raise ReportError(f"{path}: a tests-mode run (model-written tests, scored by mutation score), which this "
+                          "comparison of programs' pass rates does not take; its table is the one python -m evaluate "
+                          "printed, and its numbers are in that file")
     return Run(path, data)
 
 

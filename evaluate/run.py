@@ -26,10 +26,12 @@ from core.sandbox.executor import LOCAL, check_reachable, make_executor
 from core.sandbox.harness import Executor, Job, Limits, require_verdicts
 from core.statuses import INFRA_ERROR, STATUSES
 from evaluate.diagnosis import format_causes, format_metric
-from evaluate.episodes import (CODE, DEFAULT_MAX_TURNS, TOOLS, Driver, answers, conversation_usage, lost_samples,
-                               turns_used)
+from evaluate.episodes import (CODE, CORRECT, DEFAULT_MAX_TURNS, TESTS, TOOLS, Driver, answers, conversation_usage,
+                               lost_samples, turns_used)
+from evaluate import tests_mode
 from evaluate.intervals import format_rate
-from evaluate.prompts import build_messages, extract_code
+from evaluate.mutation_score import reference_test, score_answers
+from evaluate.prompts import build_messages, build_test_messages, extract_code
 from evaluate.runlock import exclusive
 from evaluate.scoring import CI, answer_hash, every_k, from_row, has_verdict, run_containment, levers_of, score, summarize
 from evaluate.usage import Price, sample_tokens, summarize_usage
@@ -58,7 +60,14 @@ class EvalConfig:
     doc: str = "spec"  # which documentation: the task's api_doc (spec) or api_doc_enriched (enriched)
     price: Price | None = None  # USD per million prompt / completion tokens: the run's cost is reported
     mode: str = CODE  # code (one program, blind), tools (native tool calls), explore (try code, then answer)
-    max_turns: int = DEFAULT_MAX_TURNS  # model turns per conversation (tools; explore: code runs before the answer)
+    # model turns per conversation (tools; explore, tests: runs before the answer); None: the mode's default,
+    # DEFAULT_MAX_TURNS, or none in tests mode (one reply, as in code mode)
+    max_turns: int | None = None
+    refine_on: str = CORRECT  # tests mode with max_turns: the world the model's tests run on, correct or mutated
+
+    def __post_init__(self) -> None:
+        if self.max_turns is None:
+            self.max_turns = 0 if self.mode == TESTS else DEFAULT_MAX_TURNS
 
     @property
     def model_name(self) -> str:
@@ -105,18 +114,31 @@ def first_of_each_scenario(tasks: list[TaskRecord], limit: int) -> list[TaskReco
     return kept
 
 
+def messages_for(config: EvalConfig, task: TaskRecord) -> list[dict]:
+    """The prompt a task is shown in this run's mode and variant (a test's in tests mode, else a program's)."""
+    return (build_test_messages if config.mode == TESTS else build_messages)(task, config.variant)
+
+
+def references(config: EvalConfig, tasks: list[TaskRecord]) -> dict[str, str]:
+    """What `--model reference` answers each task with: its reference program, or in tests mode its reference
+    test (`evaluate.mutation_score.reference_test`)."""
+    if config.mode == TESTS:
+        return {t.task_id: reference_test(t) for t in tasks}
+    return {t.task_id: t.reference_program for t in tasks}
+
+
 def generate(config: EvalConfig, tasks: list[TaskRecord]) -> tuple[dict[str, list[str | None]],
                                                               dict[tuple[str, int], Usage | None]]:
     """Replies for every task and sample, and the tokens each cost: from the cache where possible (a cached
     reply keeps its usage), else from the backend."""
     options = dict(config.backend_options)
     if resolve(config.model, config.backend)[1] == "reference":  # it replays the references of these tasks
-        options["references"] = {t.task_id: t.reference_program for t in tasks}
+        options["references"] = references(config, tasks)
     backend = get_backend(config.model, config.backend, **options)
     cache = GenerationCache(run_dir(config) / "generations.jsonl")
     requests, keys = [], {}
     for t in tasks:
-        messages = build_messages(t, config.variant)
+        messages = messages_for(config, t)
         for s in range(config.n_samples):
             r = Request(t.task_id, s, messages)
             keys[(r.task_id, s)] = prompt_key(messages, config.sampling, config.model, s)
@@ -164,13 +186,13 @@ def converse(config: EvalConfig, tasks: list[TaskRecord], sandbox: Executor):
     holds it, else from the backend. Every conversation is written to conversations_<mode>.jsonl."""
     options = dict(config.backend_options)
     if resolve(config.model, config.backend)[1] == "reference":
-        options.update(references={t.task_id: t.reference_program for t in tasks}, max_turns=config.max_turns)
+        options.update(references=references(config, tasks), max_turns=config.max_turns)
         if config.mode == TOOLS:
             options["scripts"] = trace_references(tasks, sandbox)
     backend = get_backend(config.model, config.backend, **options)
     cache = GenerationCache(run_dir(config) / "generations.jsonl")
     driver = Driver(config.mode, backend, cache, config.sampling, config.model, sandbox, config.max_turns,
-                    config.variant)
+                    config.variant, config.refine_on)
     try:
         conversations = driver.run(tasks, config.n_samples)
     finally:
@@ -187,7 +209,7 @@ def samples_usage(config: EvalConfig, tasks: list[TaskRecord], codes: dict[str, 
     """cl100k_base estimates for pre-written code: the prompt this variant would show, and the code."""
     usage = {}
     for t in tasks:
-        messages = build_messages(t, config.variant)
+        messages = messages_for(config, t)
         prompt = prompt_tokens(messages)
         for s, code in enumerate(codes.get(t.task_id, [])):
             usage[(t.task_id, s)] = estimate(messages, code, prompt)
@@ -221,6 +243,8 @@ def run(config: EvalConfig) -> dict:
 
 
 def _run(config: EvalConfig, tasks: list[TaskRecord], manifest: dict) -> dict:
+    if config.mode == TESTS:
+        return _run_tests(config, tasks, manifest)
     if config.plot and (finished := finished_run(config, tasks, manifest)) is not None:
         return finished
     replies, turns = None, {}
@@ -272,6 +296,55 @@ def _run(config: EvalConfig, tasks: list[TaskRecord], manifest: dict) -> dict:
         from evaluate.plots import plot_report
 
         report["figures"] = [str(p) for p in plot_report(report, out)]
+    return report
+
+
+def _run_tests(config: EvalConfig, tasks: list[TaskRecord], manifest: dict) -> dict:
+    """A tests-mode run (`evaluate.tests_mode`): the tests (a samples file, one reply each, or conversations with
+    `--max-turns`), scored by their tasks' world mutants, and its report, results_tests.json beside the code
+    mode's."""
+    tasks = tests_mode.scored_tasks(tasks)
+    check_reachable(config.executor, config.ray_address)
+    turns, lost = {}, {}
+    if config.samples:
+        codes = read_samples(config.samples, {t.task_id for t in tasks}, selected(config))
+        backend, usage = "samples", samples_usage(config, tasks, codes)
+    else:
+        backend = resolve(config.model, config.backend)[1]
+        if not config.max_turns:
+            replies, usage = generate(config, tasks)
+            codes = {tid: [extract_code(x) for x in rs] for tid, rs in replies.items()}
+    with make_executor(config.executor, config.ray_address, config.workers, Limits(timeout_s=config.timeout_s)) \
+            as sandbox:
+        if not config.samples and config.max_turns:
+            codes, usage, turns, lost = converse(config, tasks, sandbox)
+        n = min((len(v) for v in codes.values()), default=1)
+        report = _head(config, backend, manifest, tasks, n)
+        scores = score_answers(tasks, codes, sandbox, lost=lost, desc="score tests")
+        report["sandbox"]["retried"] = sandbox.retried
+    rows = []
+    for s in scores:
+        row = tests_mode.sample_row(s, codes[s.task_id][s.sample])
+        row["tokens"] = sample_tokens(usage.get((s.task_id, s.sample)))
+        if (s.task_id, s.sample) in turns:
+            row["turns"] = sum(turns[(s.task_id, s.sample)])
+        rows.append(row)
+    summary = tests_mode.summarize_tests(scores)
+    report.update({
+        "evaluated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "summary": summary,
+        "usage": summarize_usage([(r["scenario"], r["tokens"]) for r in rows if r["status"] != INFRA_ERROR],
+                                 {u.counted_by for u in usage.values() if u is not None}, config.price),
+        "samples": rows,
+    })
+    if turns:
+        every = [t for ts in turns.values() for t in ts]
+        report["turns"] = {"conversations": len(every), "mean": sum(every) / len(every) if every else 0.0,
+                           "max": max(every, default=0), "total": sum(every)}
+    out = run_dir(config)
+    with writing(out, resume=", then run the same command again"):
+        kept, latest = write_report(out, report, results_name(config.variant, TESTS, config.doc))
+    report["path"], report["run_path"] = str(latest), str(kept)
     return report
 
 
@@ -331,6 +404,8 @@ def _head(config: EvalConfig, backend: str, manifest: dict, tasks: list[TaskReco
         # different modes are never ranked together
         "mode": config.mode,
         "max_turns": None if config.mode == CODE else config.max_turns,
+        # tests mode refined on a live world (max_turns): the correct one, or mutated (one of the task's mutants)
+        **({"refine_on": config.refine_on if config.max_turns else None} if config.mode == TESTS else {}),
         "sampling": {"n_samples": n, **asdict(config.sampling)},
         # timeout_s: what re-scoring a submission of this run uses; containment: how its programs were contained;
         # executor: where they ran (local or ray), which changes no verdict; retried: how many jobs ran again
@@ -403,6 +478,8 @@ def settings_hash(report: dict) -> str:
     settings = {k: report.get(k) for k in SETTINGS}
     if report.get("mode", CODE) != CODE:  # (a code run's hash stays what it was before modes existed)
         settings.update(mode=report["mode"], max_turns=report.get("max_turns"))
+        if report["mode"] == TESTS:
+            settings.update(refine_on=report.get("refine_on"))
     if report.get("doc", "spec") != "spec":  # (and a run on the spec what it was before --doc existed)
         settings.update(doc=report["doc"])
     if isinstance(settings["sandbox"], dict):  # how the sandbox contained the programs is an outcome, not a setting

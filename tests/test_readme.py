@@ -49,6 +49,7 @@ PAGES = {
                 "a model server",
             "python -m evaluate --model qwen": "a GPU (vLLM)",
             "python -m evaluate --model gpt-4.1-nano --mode tools": HOSTED,
+            "python -m evaluate --model gpt-4.1-nano --mode tests": HOSTED,
             "inspect eval stateeval/stateeval -T scenario=session --model openai/gpt-4.1": HOSTED,
             "python -m evaluate --model gpt-4.1-nano --dataset stateeval-fresh --since 2026-06-30": HOSTED,
             "python -m evaluate.leaderboard submit results/qwen/local --dataset-version v1.0.0 --name "

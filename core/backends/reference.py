@@ -1,7 +1,8 @@
 """`--model reference`: replays each task's reference program. It must score 100%; run before every release.
 
 In the default mode it answers with the reference, fenced. In `--mode explore` it first runs the reference once in
-the scratch world (`run_code`), then answers with it. In `--mode tools` it replays the reference as tool calls:
+the scratch world (`run_code`), then answers with it. In `--mode tests` its references are the tasks' reference
+tests (`evaluate.mutation_score.reference_test`), answered at once or, with `--max-turns`, after one `run_test`. In `--mode tools` it replays the reference as tool calls:
 `scripts` holds, per task and test case, the calls the reference made there and the items of its RESULT, traced
 in the sandbox (`core.sandbox.worker.trace_program`); it sends one call a turn (several when the script would not fit
 in `max_turns`), then `submit_result`.
@@ -15,7 +16,8 @@ import math
 from core.backends import Backend, BackendError, OnMessage, OnReply, Request, Sampling
 from core.backends.tokens import estimate
 
-RUN_CODE, SUBMIT = "run_code", "submit_result"  # evaluate.episodes' tool names (models never import the driver)
+RUN_CODE, RUN_TEST, SUBMIT = "run_code", "run_test", "submit_result"  # evaluate.episodes' tool names (models
+# never import the driver)
 
 
 class ReferenceBackend(Backend):
@@ -45,8 +47,9 @@ class ReferenceBackend(Backend):
         for r in requests:
             turn = sum(m.get("role") == "assistant" for m in r.messages)
             tools = {t["function"]["name"] for t in r.tools or []}
-            if RUN_CODE in tools:
-                calls = [(RUN_CODE, {"code": self.references.get(r.task_id, "")})] if turn == 0 else []
+            runner = next((name for name in (RUN_CODE, RUN_TEST) if name in tools), None)
+            if runner is not None:
+                calls = [(runner, {"code": self.references.get(r.task_id, "")})] if turn == 0 else []
                 message = _message(turn, calls, None if calls else self._reference(r))
             else:
                 message = _message(turn, self._script_turn(r, turn), None)

@@ -18,8 +18,7 @@ import argparse
 import sys
 
 from core.arguments import Parser, at_least_one, positive_seconds
-from evaluate.episodes import MODES
-from evaluate.leaderboard.submission import DEFAULT_ROOT, WEIGHTS
+from evaluate.leaderboard.submission import DEFAULT_ROOT, RANKED, WEIGHTS
 from scenarios.base import NATURAL, VARIANTS
 
 
@@ -52,7 +51,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--force", action="store_true", help="replace an existing submission folder")
     s.add_argument("--variant", choices=VARIANTS, default=NATURAL,
                    help="which instructions the run was scored on (evaluate's --variant; default natural)")
-    s.add_argument("--mode", choices=MODES, default="code",
+    s.add_argument("--mode", choices=RANKED, default="code",
                    help="how the run was evaluated (evaluate's --mode; default code). A tools or explore run is "
                         "packaged with its recorded conversations, which validation replays turn by turn")
 

@@ -34,7 +34,11 @@ from core.errors import first_few, writing
 from core.names import slug
 from core.records import DatasetError, TaskRecord, file_sha256, load_tasks, results_name, run_suffix, sample_lines
 from core.statuses import INFRA_ERROR
-from evaluate.episodes import CODE, MODES
+from evaluate.episodes import CODE, MODES, TESTS
+
+# The modes a submission may be of: a tests-mode run (results_tests.json) has another score, which the board does
+# not rank yet.
+RANKED = tuple(m for m in MODES if m != TESTS)
 from evaluate.prompts import build_messages
 from scenarios.base import VARIANTS
 
@@ -239,8 +243,11 @@ def submit(run_dir: str | Path, name: str, org: str | None = None, params: str |
     run_dir = Path(run_dir)
     if variant not in VARIANTS:
         raise SubmissionError(f"--variant must be one of {', '.join(VARIANTS)}")
-    if mode not in MODES:
-        raise SubmissionError(f"--mode must be one of {', '.join(MODES)}")
+    if mode == TESTS:
+        raise SubmissionError("the leaderboard ranks code, tools and explore runs; a tests-mode run is not taken "
+                              "yet: share its results_tests.json as it is")
+    if mode not in RANKED:
+        raise SubmissionError(f"--mode must be one of {', '.join(RANKED)}")
     report_path = run_dir / results_name(variant, mode)
     if not report_path.is_file():
         others = sorted(p.name for p in run_dir.glob("results*.json"))
