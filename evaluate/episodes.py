@@ -386,7 +386,7 @@ class Driver:
                 if self.mode == TESTS:
                     mutant = refine_world(c.task, c.sample, self.refine_on)
                     jobs.append(Job(len(jobs), c.task.scenario, code + VERDICT_LINE, c.task.test_cases[0],
-                                    mutant=mutant))
+                                    mutant=mutant, test=True))
                 else:
                     jobs.append(Job(len(jobs), c.task.scenario, code, scratch_case(c.task, c.sample)))
                 where.append((c, call_id))

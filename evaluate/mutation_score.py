@@ -31,8 +31,8 @@ from scenarios import get_scenario
 from scenarios.mutants import MEANING, Mutant, candidates
 from scenarios.trace import load_stored
 
-# Appended to every test (trusted text): what the worker sends back is RESULT beside the test's own expectations.
-VERDICT_LINE = '\nRESULT = [globals().get("RESULT"), globals().get("EXPECTED")]\n'
+# Appended to every test (trusted text): a test need not assign RESULT, which a program must.
+VERDICT_LINE = '\nRESULT = globals().get("RESULT")\n'
 CORRECT = None  # the correct world, where a list of worlds names mutants
 
 
@@ -87,15 +87,15 @@ def calls_of(trace: list[dict]) -> list[list]:
 
 def _jobs(task: TaskRecord, code: str, worlds: list[Mutant | None], key: object) -> list[Job]:
     case = task.test_cases[0]
-    return [Job((key, i), task.scenario, code + VERDICT_LINE, case, mutant=m) for i, m in enumerate(worlds)]
+    return [Job((key, i), task.scenario, code + VERDICT_LINE, case, mutant=m, test=True)
+            for i, m in enumerate(worlds)]
 
 
 def passes(task: TaskRecord, outcome) -> tuple[bool, str]:
     """Whether a test passed the world of this outcome, and why not."""
     if outcome.status != OK:
         return False, outcome.error or outcome.status
-    result = outcome.result if isinstance(outcome.result, list) and len(outcome.result) == 2 else [None, None]
-    actual, expected = result
+    actual, expected = outcome.result, outcome.extra.get("expected")
     if expected is None:
         return True, ""
     if not isinstance(expected, dict):

@@ -83,6 +83,9 @@ class Job:
     # The world mutant the program runs on (`scenarios.mutants.Mutant`; `--mode tests`), None: the correct world.
     # The reply's `extra["mutated"]` counts the calls the mutant changed.
     mutant: Any = None
+    # A test (`--mode tests`): its EXPECTED, the test's own expectations, comes back as the test wrote it
+    # (`extra["expected"]`), never renamed by the world as RESULT and the state are (`World.outcome`).
+    test: bool = False
 
     def request(self, limits: Limits) -> Request:
         """What the worker is sent for this job (`core.sandbox.protocol`)."""
@@ -100,7 +103,7 @@ class Job:
         if self.trace:
             return TraceRequest(self.scenario, case, limits, self.code)
         return ProgramRequest(self.scenario, case, limits, self.code, self.record,
-                              None if self.mutant is None else self.mutant.to_json())
+                              None if self.mutant is None else self.mutant.to_json(), self.test)
 
 
 @dataclass

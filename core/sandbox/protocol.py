@@ -75,6 +75,7 @@ class ProgramRequest:
     code: str
     record: bool = True  # whether the program's API calls come back (`Reply.trace`)
     mutant: dict | None = None  # the world mutant it runs on (`scenarios.mutants.Mutant.to_json`); None: the world
+    test: bool = False  # a test: its EXPECTED comes back as written (`expected`)
 
 
 @dataclass
@@ -141,9 +142,9 @@ def decode_request(line: bytes | str) -> Request:
 # What a child may report about a program or an episode (the worker adds the rest); anything else it wrote is
 # dropped (`core.sandbox.worker._checked_report`).
 REPORT_KEYS = ("status", "result", "recorded", "error", "traceback", "trace", "in_api", "setup", "calls", "submit",
-               "mutated")
+               "mutated", "expected")
 # What a reply carries besides the verdict, into `Outcome.extra`.
-EXTRA_KEYS = ("containment", "leftovers", "in_api", "setup", "calls", "submit", "world_lost", "mutated")
+EXTRA_KEYS = ("containment", "leftovers", "in_api", "setup", "calls", "submit", "world_lost", "mutated", "expected")
 
 
 @dataclass

@@ -130,12 +130,13 @@ def _setup(world, case: dict, recorder: Recorder | None = None) -> tuple[dict, s
     return ns, before, None
 
 
-def execute(world, code: str, case: dict, record: bool = True) -> dict:
+def execute(world, code: str, case: dict, record: bool = True, test: bool = False) -> dict:
     """Run setup + program inside the child; return a plain report.
 
     With `record`, the program's API calls are recorded from the end of the setup block on (`scenarios.trace`):
     the report of a program that compiled carries them as `trace` (raw calls and the setup's value ids), and
-    `in_api` says whether the exception that ended it was raised inside an API call."""
+    `in_api` says whether the exception that ended it was raised inside an API call. With `test` (a test of
+    `--mode tests`), a program that ran carries its EXPECTED, when it assigned one, as `expected`."""
     recorder = Recorder(world.trace_value)
     recorder.mutant, recorder.altered = world.call_mutant(), world.altered
     record = record or world.mutant is not None  # a mutant is applied where the calls are recorded
@@ -149,11 +150,29 @@ def execute(world, code: str, case: dict, record: bool = True) -> dict:
     if record:
         recorder.start(ns, [name for name in ns if name not in before])
     report = _exec_program(world, program, ns, recorder)
+    if test and report["status"] == OK and "EXPECTED" in ns:
+        report = _with_expected(world, ns["EXPECTED"], report)
     if record:
         report["trace"] = recorder.to_plain()
     if world.mutant is not None:
         report["mutated"] = recorder.changed
     return report
+
+
+def _with_expected(world, expected, report: dict) -> dict:
+    """A test's report with its EXPECTED: as written when it is plain data (the names it may hold for values a
+    service makes up, `<made-1>`, stay names), else the world's plain form of it (a tensor's)."""
+    try:
+        canonical_json(expected)
+        return {**report, "expected": expected}
+    except Exception:  # noqa: BLE001 - not plain data: the world's form of it
+        pass
+    try:
+        expected = world.canonical(expected)
+        canonical_json(expected)
+    except Exception as exc:  # noqa: BLE001 - as RESULT: what cannot be serialised fails the test
+        return {"status": RESULT_ERROR, "error": f"EXPECTED cannot be serialised: {exc}"}
+    return {**report, "expected": expected}
 
 
 def _exec_program(world, program, ns: dict, recorder: Recorder) -> dict:
@@ -230,7 +249,7 @@ def _run(world, request: Request, case: dict) -> dict:
         return trace_program(world, request.code, case)
     if isinstance(request, EpisodeRequest):
         return execute_calls(world, request.calls, request.submit, case)
-    return execute(world, request.code, case, request.record)
+    return execute(world, request.code, case, request.record, request.test)
 
 
 def _run_batch(world, batch: BatchRequest, cases: list[dict], wfd: int, gfd: int) -> None:

@@ -98,6 +98,12 @@ def test_kinto_builds_a_verified_split_and_its_reference_scores_100(kinto_build,
     assert [s["status"] for s in report["samples"]] == ["pass"] * 4
     assert all(s["turns"] > 1 for s in report["samples"]), "every task is replayed as calls, not only a submission"
 
+    # tests mode: every task keeps world mutants, and its reference test (whose EXPECTED names the ids Kinto made
+    # as the oracle does, `<made-1>`) passes the correct world and kills each one
+    report = reference_score(built, tmp_path / "tests", "tests")
+    assert report["summary"]["overall"]["tasks"] == 4 and report["summary"]["overall"]["mutation_score"] == 1.0
+    assert all(len(s["killed"]) >= 5 for s in report["samples"])
+
     # nothing else changed: the reference plus one more bucket, or less the population's record, fails on its state
     task = next(r for r in load_rows(built) if "bucket1" in r["setup_code"])
     extra = 'requests.post(f"{BASE_URL}/v1/buckets", json={"data": {}}, headers=HEADERS)\n'
