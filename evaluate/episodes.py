@@ -226,21 +226,15 @@ class Driver:
         return conversations
 
     def _start(self, conversations: list[Conversation]) -> None:
-        if self.mode == TESTS:
+        if self.mode in (EXPLORE, TESTS):  # the prompt, and the tool to run code on a world before the answer
+            build, note = (build_test_messages, TESTS_NOTE) if self.mode == TESTS else (build_messages, EXPLORE_NOTE)
             for c in conversations:
-                messages = build_test_messages(c.task, self.variant)
-                messages[-1] = {**messages[-1],
-                                "content": messages[-1]["content"] + TESTS_NOTE.format(turns=self.max_turns)}
+                messages = build(c.task, self.variant)
+                messages[-1] = {**messages[-1], "content": messages[-1]["content"] + note.format(turns=self.max_turns)}
                 c.messages = messages
-                mutant = refine_world(c.task, c.sample, self.refine_on)
-                c.world = CORRECT if mutant is None else mutant.name
-            return
-        if self.mode == EXPLORE:
-            for c in conversations:
-                messages = build_messages(c.task, self.variant)
-                messages[-1] = {**messages[-1],
-                                "content": messages[-1]["content"] + EXPLORE_NOTE.format(turns=self.max_turns)}
-                c.messages = messages
+                if self.mode == TESTS:
+                    mutant = refine_world(c.task, c.sample, self.refine_on)
+                    c.world = CORRECT if mutant is None else mutant.name
             return
         outcomes = self._episodes([(c, []) for c in conversations])
         for c, o in zip(conversations, outcomes):

@@ -41,12 +41,16 @@ INSTRUCTION_FIELDS = dict(zip(VARIANTS, ("instruction", "instruction_steps", "in
 
 
 def build_messages(task: TaskRecord, variant: str = "natural") -> list[dict]:
+    return _messages(task, variant, SYSTEM, USER)
+
+
+def _messages(task: TaskRecord, variant: str, system: str, user: str) -> list[dict]:
     if variant not in VARIANTS:
         raise ValueError(f"unknown instruction variant {variant!r}; choose one of {', '.join(VARIANTS)}")
     instruction = getattr(task, INSTRUCTION_FIELDS[variant])
     return [
-        {"role": "system", "content": SYSTEM},
-        {"role": "user", "content": USER.format(
+        {"role": "system", "content": system},
+        {"role": "user", "content": user.format(
             api_doc=task.api_doc.strip(), setup_code=task.setup_code, instruction=instruction.strip(),
         )},
     ]
@@ -82,15 +86,7 @@ scores by how many faulty ones it fails on. Reply with a single ```python code b
 def build_test_messages(task: TaskRecord, variant: str = "natural") -> list[dict]:
     """The prompt of `--mode tests`: the documentation, the setup block and the task's instruction in the variant
     as the requirement to test."""
-    if variant not in VARIANTS:
-        raise ValueError(f"unknown instruction variant {variant!r}; choose one of {', '.join(VARIANTS)}")
-    instruction = getattr(task, INSTRUCTION_FIELDS[variant])
-    return [
-        {"role": "system", "content": TESTS_SYSTEM},
-        {"role": "user", "content": TESTS_USER.format(
-            api_doc=task.api_doc.strip(), setup_code=task.setup_code, instruction=instruction.strip(),
-        )},
-    ]
+    return _messages(task, variant, TESTS_SYSTEM, TESTS_USER)
 
 
 _THINKING = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.S | re.I)
