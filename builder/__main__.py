@@ -177,6 +177,10 @@ def parse(argv: list[str] | None = None) -> tuple[BuildConfig, bool]:
     m.add_argument("--probes", type=int, default=d.probes,
                    help=f"fresh inputs a surviving mutant is tried on before it counts as equivalent; one that kills "
                         f"it becomes a test case (default {d.probes})")
+    m.add_argument("--no-world-mutants", dest="world_mutants", action="store_false",
+                   help="skip the search for each task's world mutants (a run of its reference test per candidate "
+                        "fault of the world): no task stores any, so none is scored by python -m evaluate --mode "
+                        "tests; the build is faster")
     f = p.add_argument_group("fresh split (no task repeats a previous release; see builder/fresh.py)")
     f.add_argument("--fresh", action="store_true",
                    help="use a seed no --against release used and today's date, and drop every task whose program, "
@@ -210,7 +214,7 @@ def parse(argv: list[str] | None = None) -> tuple[BuildConfig, bool]:
             base_url=a.base_url, max_rounds=a.max_rounds, concurrency=a.concurrency,
             calls_per_path=a.calls_per_path, branches=a.branches, branch_probability=a.branch_probability,
             coverage=a.coverage, recency=a.recency, created_at=a.created_at, timeout_s=a.timeout_s, redraws=a.redraws,
-            mutants=a.mutants, probes=a.probes, fresh=a.fresh, against=a.against, ngram_share=a.ngram_share,
+            mutants=a.mutants, probes=a.probes, world_mutants=a.world_mutants, fresh=a.fresh, against=a.against, ngram_share=a.ngram_share,
             match_pool=d.match_pool if a.match_pool is None else a.match_pool,
             shard_size=a.shard_size,
         ), a.overwrite

@@ -39,6 +39,7 @@ class BuildConfig:
     redraws: int = 2  # test cases with freshly drawn values of the same schema, besides original and flipped
     mutants: int = 24  # most mutants of a reference tried per task (builder/mutate.py); 0 skips the analysis
     probes: int = 4  # fresh inputs a surviving mutant is tried on before it counts as equivalent
+    world_mutants: bool = True  # find each task's world mutants (`--mode tests`); off: no task stores any
     shard_size: int = 500  # tasks per Parquet shard: the build holds at most this many records at once
     # Fresh splits (builder/fresh.py): releases whose tasks this build must not repeat (folders or ORG/NAME@vX.Y.Z)
     fresh: bool = False  # a new seed, today's date, and the overlap filter against `against`

@@ -393,9 +393,10 @@ class Run:
         records = [to_record(d, config) for d in kept]
         if self.match:
             records = self.match.take(s.name, records, rejections)
-        for r, world in zip(records, analyse_world(records, sandbox, f"world mutants {s.name}", strict=True)):
-            r.world_mutants = [asdict(m) for m in world.kept]
-            s.tally.add_world(world)
+        if config.world_mutants:
+            for r, world in zip(records, analyse_world(records, sandbox, f"world mutants {s.name}", strict=True)):
+                r.world_mutants = [asdict(m) for m in world.kept]
+                s.tally.add_world(world)
         for r in records:
             s.tally.add(r)
             self.table1.add(r, frontier=config.tier == FRONTIER)
@@ -411,7 +412,8 @@ class Run:
         config, scenarios = self.config, self.scenarios
         report = {
             "mutation": {name: s.tally.mutation() for name, s in scenarios.items()} if config.mutants else {},
-            "world_mutants": {name: s.tally.world_mutants() for name, s in scenarios.items()},
+            "world_mutants": {name: s.tally.world_mutants() for name, s in scenarios.items()}
+            if config.world_mutants else {},
             "attempts": {name: s.next for name, s in scenarios.items()},  # programs fuzzed
             "kept": {name: s.tally.tasks for name, s in scenarios.items()},
             "rejections": dict(sorted(self.rejections.items())),

@@ -54,7 +54,7 @@ class Tier:
 
     def config(self, out: Path) -> BuildConfig:
         return BuildConfig(out=str(out), scenarios=[self.scenario], tier="frontier", created_at="2026-01-01",
-                           workers=2, **self.build)
+                           workers=2, world_mutants=False, **self.build)  # (tests mode's are tested on the paper tier)
 
 
 TIERS = [

@@ -29,7 +29,7 @@ from scenarios.voice.platform import tool_specs as platform_specs
 def traced(tmp_path_factory):
     out = tmp_path_factory.mktemp("voice-frontier") / "ds"
     build(BuildConfig(out=str(out), scenarios=["voice"], tier="frontier", n=3, seed=5, created_at="2026-01-01",
-                      workers=1))
+                      workers=1, world_mutants=False))
     tasks, _ = load_tasks(str(out))
     with Sandbox(1) as sandbox:
         return tasks, trace_references(tasks, sandbox)
