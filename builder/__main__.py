@@ -214,7 +214,8 @@ def parse(argv: list[str] | None = None) -> tuple[BuildConfig, bool]:
             base_url=a.base_url, max_rounds=a.max_rounds, concurrency=a.concurrency,
             calls_per_path=a.calls_per_path, branches=a.branches, branch_probability=a.branch_probability,
             coverage=a.coverage, recency=a.recency, created_at=a.created_at, timeout_s=a.timeout_s, redraws=a.redraws,
-            mutants=a.mutants, probes=a.probes, world_mutants=a.world_mutants, fresh=a.fresh, against=a.against, ngram_share=a.ngram_share,
+            mutants=a.mutants, probes=a.probes, world_mutants=a.world_mutants, fresh=a.fresh, against=a.against,
+            ngram_share=a.ngram_share,
             match_pool=d.match_pool if a.match_pool is None else a.match_pool,
             shard_size=a.shard_size,
         ), a.overwrite

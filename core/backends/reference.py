@@ -2,7 +2,8 @@
 
 In the default mode it answers with the reference, fenced. In `--mode explore` it first runs the reference once in
 the scratch world (`run_code`), then answers with it. In `--mode tests` its references are the tasks' reference
-tests (`evaluate.mutation_score.reference_test`), answered at once or, with `--max-turns`, after one `run_test`. In `--mode tools` it replays the reference as tool calls:
+tests (`evaluate.mutation_score.reference_test`), answered at once or, with `--max-turns`, after one `run_test`.
+In `--mode tools` it replays the reference as tool calls:
 `scripts` holds, per task and test case, the calls the reference made there and the items of its RESULT, traced
 in the sandbox (`core.sandbox.worker.trace_program`); it sends one call a turn (several when the script would not fit
 in `max_turns`), then `submit_result`.
