@@ -277,7 +277,7 @@ def test_evaluate_since_scores_only_the_window(small_dataset, fresh_build, tmp_p
 def test_a_fresh_split_of_a_frontier_release_is_matched_on_its_levers(tmp_path):
     """Frontier records store their calls unrolled (a loop is one statement, many calls), so the overlap filter keys
     their call sequences on the statements alone; the match reports each lever's share beside the release's."""
-    common = dict(scenarios=["session"], tier="frontier", n=6, mutants=0)
+    common = dict(scenarios=["session"], tier="frontier", n=6, mutants=0, world_mutants=False)
     release = tmp_path / "release"
     build(BuildConfig(out=str(release), seed=11, created_at="2026-02-01", **common))
     report = build(BuildConfig(out=str(tmp_path / "fresh"), seed=12, created_at="2026-03-01", fresh=True,

@@ -162,7 +162,7 @@ def test_a_killed_build_resumes_from_its_shards_and_refuses_other_settings(shard
 
 
 def test_overwrite_discards_an_unfinished_build_of_other_settings(tmp_path, monkeypatch):
-    tiny = dict(SMALL, n=2, mutants=0, shard_size=1)
+    tiny = dict(SMALL, n=2, mutants=0, world_mutants=False, shard_size=1)
     out = tmp_path / "stateeval"
     real_write = pipeline.write_shard
     interrupt_second_shard(monkeypatch)
@@ -185,7 +185,7 @@ def test_a_build_that_finished_no_shard_leaves_nothing_behind(tmp_path, monkeypa
 
     monkeypatch.setattr(pipeline, "write_shard", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        build(BuildConfig(out=str(tmp_path / "stateeval"), **dict(SMALL, n=1, mutants=0)))
+        build(BuildConfig(out=str(tmp_path / "stateeval"), **dict(SMALL, n=1, mutants=0, world_mutants=False)))
     assert list(tmp_path.iterdir()) == []
 
 

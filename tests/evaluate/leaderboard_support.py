@@ -91,7 +91,8 @@ def board(small_dataset: Path, sandbox, tmp_path_factory) -> Board:
     # The three runs on v1 go side by side (each one mostly waits for its sandbox workers to import torch).
     procs = [cli_start("evaluate", *how, "--dataset", small_dataset, "--revision", "v1.0.0", "--out", out,
                        "--workers", "1") for how in v1_runs]
-    build(BuildConfig(out=str(v2), scenarios=["tensor"], n=3, seed=1, created_at="2026-02-01", workers=1))
+    build(BuildConfig(out=str(v2), scenarios=["tensor"], n=3, seed=1, created_at="2026-02-01", workers=1,
+                      world_mutants=False))
     procs.append(cli_start("evaluate", "--model", "reference", "--dataset", v2, "--revision", "v2.0.0", "--out",
                            out, "--workers", "1"))
     for proc in procs:

@@ -408,7 +408,7 @@ def test_limit_takes_the_first_tasks_of_each_scenario(tmp_path, capsys):
 
     dataset = tmp_path / "two"
     build(BuildConfig(out=str(dataset), scenarios=["tensor", "voice"], n=3, seed=0, created_at="2026-01-01",
-                      workers=1))
+                      workers=1, world_mutants=False))
     tasks, _ = load_tasks(str(dataset))
     first_two = [t.task_id for s in ("tensor", "voice") for t in [t for t in tasks if t.scenario == s][:2]]
     assert main(["--model", "reference", "--dataset", str(dataset), "--scenario", "tensor,voice", "--limit", "2",

@@ -76,7 +76,8 @@ def samples_file(path: Path, rows: list[tuple[str, str]]) -> Path:
 @pytest.fixture(scope="module")
 def session_tasks(tmp_path_factory):
     out = tmp_path_factory.mktemp("session") / "ds"
-    build(BuildConfig(out=str(out), scenarios=["session"], n=3, seed=5, created_at="2026-11-24", workers=2))
+    build(BuildConfig(out=str(out), scenarios=["session"], n=3, seed=5, created_at="2026-11-24", workers=2,
+                      world_mutants=False))
     return out, load_tasks(str(out))[0]
 
 

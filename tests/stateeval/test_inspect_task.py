@@ -45,7 +45,7 @@ def offline_token_counts(monkeypatch):
 def dataset(tmp_path_factory):
     """Two tasks of each scenario (no mutation analysis: the oracles are what is used here)."""
     out = tmp_path_factory.mktemp("inspect") / "stateeval"
-    build(BuildConfig(scenarios=["tensor", "session", "voice"], n=2, seed=4, mutants=0, created_at="2026-01-01",
+    build(BuildConfig(scenarios=["tensor", "session", "voice"], n=2, seed=4, mutants=0, world_mutants=False, created_at="2026-01-01",
                       out=str(out), workers=2))
     return str(out)
 
