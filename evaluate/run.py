@@ -338,9 +338,7 @@ def _run_tests(config: EvalConfig, tasks: list[TaskRecord], manifest: dict) -> d
         "samples": rows,
     })
     if turns:
-        every = [t for ts in turns.values() for t in ts]
-        report["turns"] = {"conversations": len(every), "mean": sum(every) / len(every) if every else 0.0,
-                           "max": max(every, default=0), "total": sum(every)}
+        report["turns"] = turns_summary(turns)
     out = run_dir(config)
     with writing(out, resume=", then run the same command again"):
         kept, latest = write_report(out, report, results_name(config.variant, TESTS, config.doc))

@@ -88,13 +88,11 @@ def summarize_tests(scores: list[TestScore]) -> dict:
                     "mutation_score": list(intervals.interval(means, intervals.BOOTSTRAP)) if means else None},
                "statuses": {o: sum(outcome(s) == o for s in samples) for o in OUTCOMES},
                "missed_kinds": {MEANING[k]: n for k, n in sorted(missed.items(), key=lambda kv: (-kv[1], kv[0]))}}
-        if any(unscored[t] for t in task_ids):
-            out[UNSCORED] = sum(unscored[t] for t in task_ids)
         return out
 
     scenarios: dict[str, list[str]] = defaultdict(list)
-    for tid in sorted(set(per_task) | set(unscored), key=list(scenario_of).index):
-        scenarios[scenario_of[tid]].append(tid)
+    for tid, scenario in scenario_of.items():  # (in the order the tasks were scored)
+        scenarios[scenario].append(tid)
     summary = {"scenarios": {name: block([t for t in tids if t in per_task]) for name, tids in scenarios.items()},
                "overall": block(list(per_task)),
                "interval": {"method": intervals.method(most),
