@@ -18,7 +18,8 @@ import argparse
 import sys
 
 from core.arguments import Parser, at_least_one, positive_seconds
-from evaluate.leaderboard.submission import DEFAULT_ROOT, RANKED, WEIGHTS
+from evaluate.episodes import MODES
+from evaluate.leaderboard.submission import DEFAULT_ROOT, WEIGHTS
 from scenarios.base import NATURAL, VARIANTS
 
 
@@ -51,9 +52,11 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--force", action="store_true", help="replace an existing submission folder")
     s.add_argument("--variant", choices=VARIANTS, default=NATURAL,
                    help="which instructions the run was scored on (evaluate's --variant; default natural)")
-    s.add_argument("--mode", choices=RANKED, default="code",
-                   help="how the run was evaluated (evaluate's --mode; default code). A tools or explore run is "
-                        "packaged with its recorded conversations, which validation replays turn by turn")
+    s.add_argument("--mode", choices=MODES, default="code",
+                   help="how the run was evaluated (evaluate's --mode; default code). A tools or explore run (and "
+                        "a tests run with --max-turns) is packaged with its recorded conversations, which "
+                        "validation replays turn by turn; a tests run (results_tests.json) is ranked apart, by "
+                        "the share of tests that kill every mutant of their task")
 
     v = sub.add_parser("validate", help="re-score a submission in the sandbox and compare",
                        description="Check coverage and the dataset content hash, re-score the submitted "

@@ -1,8 +1,10 @@
 """The board: from every validated submission, a static HTML page, a Markdown table and the data as JSON.
 
-Submissions are grouped by dataset version (and content hash) and evaluation mode (code, tools, explore): each
-group has its own chart, table and ranks, so results on different versions, or of different modes, are never
-ranked together. The page is one self-contained file (inline CSS,
+Submissions are grouped by dataset version (and content hash) and evaluation mode (code, tools, explore, tests):
+each group has its own chart, table and ranks, so results on different versions, or of different modes, are never
+ranked together. A tests-mode group ranks by pass@1 as that mode defines it (the share of tests that kill every
+mutant of their task) and shows the mean mutation score beside it, and each sample's outcome instead of the
+error mix. The page is one self-contained file (inline CSS,
 inline SVG, a few lines of inline JavaScript for sorting): no CDN, nothing fetched. Every text that comes from a
 submission is HTML-escaped, and a link is shown only when it is an http(s) URL.
 """
@@ -20,12 +22,13 @@ from string import Template
 from cards import LEADERBOARD_PAGE, template
 from core.errors import writing
 from core.statuses import EXECUTION_ERROR, NO_CODE, PASS, RESULT_ERROR, STATUSES, SYNTAX_ERROR, TIMEOUT
-from evaluate.episodes import CODE, MODES
+from evaluate.episodes import CODE, MODES, TESTS
 from evaluate.intervals import rank_ranges
 from evaluate.leaderboard.submission import DEFAULT_ROOT, SUBMISSIONS, SubmissionError, load_submission
 from evaluate.leaderboard.validation import stamp_problem, validate
 from evaluate.plots import COLORS
 from evaluate.scoring import CI, with_intervals
+from evaluate.tests_mode import OUTCOMES
 from scenarios.base import NATURAL, VARIANTS
 
 MARK_START, MARK_END = "<!-- leaderboard:start -->", "<!-- leaderboard:end -->"
@@ -34,6 +37,9 @@ PALETTE = ("#2a9d8f", "#e76f51", "#264653", "#e9c46a", "#8e6c8a", "#f4a261", "#4
 STATUS_LABELS = {PASS: "pass", SYNTAX_ERROR: "syntax", EXECUTION_ERROR: "execution", RESULT_ERROR: "result",
                  TIMEOUT: "timeout", NO_CODE: "no code"}
 MISSING = "–"
+# What a tests-mode group's rates are (`evaluate.tests_mode`)
+TESTS_PASS = (" (in tests mode, the share of tests that kill every mutant of their task; the mutation score beside "
+              "it: killed / the task's mutants, 0 for a test that fails on the correct world)")
 
 
 @dataclass
@@ -61,10 +67,17 @@ class Entry:
     ci: list[float] | None = None  # pass@1's 95% interval over tasks (evaluate/intervals.py)
     scenario_ci: dict[str, list[float] | None] = field(default_factory=dict)
     ranks: tuple[int, int] | None = None  # the ranks pass@1's interval allows in its group (best, worst)
+    # tests mode: the mean mutation score and its interval; `statuses` then counts each sample's outcome
+    mutation_score: float | None = None
+    mutation_ci: list[float] | None = None
+    refine_on: str | None = None  # tests mode: the live world it refined its tests on (None: it did not refine)
 
     @classmethod
     def from_submission(cls, sub) -> "Entry":
-        meta, summary = sub.metadata, with_intervals(sub.results)
+        meta = sub.metadata
+        tests = sub.mode == TESTS  # (a tests-mode summary has its intervals and counts outcomes, not statuses)
+        summary = sub.results["summary"] if tests else with_intervals(sub.results)
+        counted = OUTCOMES if tests else STATUSES
         link = meta.get("link")
         return cls(
             folder=sub.path.name, name=str(meta["name"]), organisation=meta.get("organisation"),
@@ -75,10 +88,13 @@ class Entry:
             version=sub.version, content_hash=sub.content_hash, tasks=int(summary["overall"]["tasks"]),
             n_samples=int(sub.results["sampling"].get("n_samples", 1)), pass1=summary["overall"].get("pass@1"),
             scenarios={s: b.get("pass@1") for s, b in summary["scenarios"].items()},
-            statuses={s: int(summary["overall"]["statuses"].get(s, 0)) for s in STATUSES}, mode=sub.mode,
+            statuses={s: int(summary["overall"]["statuses"].get(s, 0)) for s in counted}, mode=sub.mode,
             variant=sub.variant,
             ci=(summary["overall"].get(CI) or {}).get("pass@1"),
             scenario_ci={s: (b.get(CI) or {}).get("pass@1") for s, b in summary["scenarios"].items()},
+            mutation_score=summary["overall"].get("mutation_score") if tests else None,
+            mutation_ci=(summary["overall"].get(CI) or {}).get("mutation_score") if tests else None,
+            refine_on=sub.results.get("refine_on") if tests else None,
         )
 
     @property
@@ -97,6 +113,7 @@ class Group:
     entries: list[Entry]
     mode: str = CODE
     variant: str = NATURAL
+    refine_on: str | None = None  # tests mode: the world its tests were refined on (None: not refined)
 
     @property
     def scenarios(self) -> list[str]:
@@ -106,13 +123,15 @@ class Group:
     def anchor(self) -> str:
         anchor = "v-" + re.sub(r"[^A-Za-z0-9_-]+", "-", self.version) + "-" + self.content_hash[:8]
         anchor = anchor if self.mode == CODE else f"{anchor}-{self.mode}"
+        anchor = anchor if self.refine_on is None else f"{anchor}-refined-{self.refine_on}"
         return anchor if self.variant == NATURAL else f"{anchor}-{self.variant}"
 
     @property
     def title(self) -> str:
-        """The group's heading: the dataset version, the mode unless it is the default code mode, and the
-        instructions unless they are the default natural ones."""
+        """The group's heading: the dataset version, the mode unless it is the default code mode (and the world a
+        tests-mode group refined on), and the instructions unless they are the default natural ones."""
         title = self.version if self.mode == CODE else f"{self.version}, {self.mode} mode"
+        title = title if self.refine_on is None else f"{title}, refined on the {self.refine_on} world"
         return title if self.variant == NATURAL else f"{title}, {self.variant} instructions"
 
 
@@ -167,15 +186,16 @@ def collect(root: str | Path = DEFAULT_ROOT, dataset: str | None = None, revalid
             entries.append(Entry.from_submission(load_submission(folder)))
         except (SubmissionError, KeyError, TypeError, ValueError) as exc:
             skipped[folder.name] = f"unreadable: {exc}"
-    groups: dict[tuple[str, str, str, str], list[Entry]] = {}
-    for e in entries:  # never ranked together: other releases, modes or instructions
-        groups.setdefault((e.version, e.content_hash, e.mode, e.variant), []).append(e)
+    groups: dict[tuple[str, str, str, str, str | None], list[Entry]] = {}
+    for e in entries:  # never ranked together: other releases, modes, instructions, or tests refined otherwise
+        groups.setdefault((e.version, e.content_hash, e.mode, e.variant, e.refine_on), []).append(e)
     out = []
     order = {mode: i for i, mode in enumerate(reversed(MODES))}  # code first within a version
     wording = {variant: i for i, variant in enumerate(reversed(VARIANTS))}  # then natural, steps, vague
-    for (version, digest, mode, variant), members in sorted(
+    refined = {None: 2, "correct": 1}  # tests without refinement first, then refined on the correct world
+    for (version, digest, mode, variant, refine_on), members in sorted(
             groups.items(), key=lambda kv: (version_key(kv[0][0]), kv[0][1], order.get(kv[0][2], -1),
-                                            wording.get(kv[0][3], -1)), reverse=True):
+                                            wording.get(kv[0][3], -1), refined.get(kv[0][4], 0)), reverse=True):
         members.sort(key=lambda e: (-(e.pass1 if e.pass1 is not None else -1), e.name.lower(), e.date))
         for i, e in enumerate(members):  # competition ranking: equal pass@1, equal rank
             prev = members[i - 1] if i else None
@@ -183,7 +203,7 @@ def collect(root: str | Path = DEFAULT_ROOT, dataset: str | None = None, revalid
         scored = [e for e in members if e.pass1 is not None and e.ci]
         for e, ranks in zip(scored, rank_ranges([tuple(e.ci) for e in scored])):
             e.ranks = ranks
-        out.append(Group(version, digest, members, mode, variant))
+        out.append(Group(version, digest, members, mode, variant, refine_on))
     return BuildReport(out, skipped)
 
 
@@ -260,12 +280,20 @@ def error_mix_svg(statuses: dict[str, int], width: int = 140, height: int = 12) 
             + "".join(parts) + "</svg>")
 
 
+def outcomes_text(statuses: dict[str, int]) -> str:
+    """A tests-mode entry's samples by outcome, `kills_all 9, partial 2`, those that happened only."""
+    return ", ".join(f"{o} {statuses[o]}" for o in OUTCOMES if statuses.get(o)) or "none"
+
+
 def table_html(group: Group) -> str:
+    tests = group.mode == TESTS
     cols = [("rank", "#", "num", "ascending"), ("ranks", "Ranks", "text", None), ("model", "Model", "text", None),
             ("organisation", "Organisation", "text", None), ("parameters", "Params", "num", None),
-            ("weights", "Weights", "text", None), ("pass1", "pass@1", "num", None)]
+            ("weights", "Weights", "text", None), ("pass1", "pass@1 (kills all)" if tests else "pass@1", "num", None)]
+    if tests:
+        cols.append(("mutation", "Mutation score", "num", None))
     cols += [(f"pass1-{s}", s, "num", None) for s in group.scenarios]
-    cols += [("samples", "n", "num", None), ("errors", "Error mix", None, None),
+    cols += [("samples", "n", "num", None), ("errors", "Outcomes" if tests else "Error mix", None, None),
              ("version", "Dataset", "text", None), ("date", "Date", "text", "descending")]
     head = []
     for key, label, kind, first in cols:
@@ -297,24 +325,31 @@ def table_html(group: Group) -> str:
             f'<td data-key="weights" data-value="{_e(e.weights)}">{_e(e.weights)}</td>',
             num("pass1", e.pass1, pct_ci(e.pass1, e.ci), " best" if e.pass1 is not None and e.pass1 == best else ""),
         ]
+        if tests:
+            cells.append(num("mutation", e.mutation_score, pct_ci(e.mutation_score, e.mutation_ci)))
         cells += [num(f"pass1-{s}", e.scenarios.get(s), pct_ci(e.scenarios.get(s), e.scenario_ci.get(s)))
                   for s in group.scenarios]
+        mix = _e(outcomes_text(e.statuses)) if tests else error_mix_svg(e.statuses)
         cells += [
             num("samples", e.n_samples, str(e.n_samples)),
-            f'<td data-key="errors">{error_mix_svg(e.statuses)}</td>',
+            f'<td data-key="errors">{mix}</td>',
             f'<td data-key="version" data-value="{_e(e.version)}">{_e(e.version)}</td>',
             f'<td data-key="date" data-value="{_e(e.date)}">{_e(e.date)}</td>',
         ]
         rows.append(f'<tr data-order="{order}" data-folder="{_e(e.folder)}">' + "".join(cells) + "</tr>")
-    legend = "".join(f'<span class="swatch" style="background:{COLORS[s]}"></span>{STATUS_LABELS[s]}'
-                     for s in STATUSES)
+    legend = "Error mix:" + "".join(f'<span class="swatch" style="background:{COLORS[s]}"></span>{STATUS_LABELS[s]}'
+                                   for s in STATUSES)
+    if tests:
+        legend = ("Outcomes: kills_all, every mutant of its task killed; partial, some; kills_none, none; "
+                  "false_alarm, it failed on the correct world; no_code. Mutation score: killed / mutants, 0 for a "
+                  "false alarm, the mean over tasks")
     # the table scrolls within its own box when it is wider than the page (many scenarios, a narrow window); the
     # box takes the keyboard focus so that it can be scrolled without a mouse
     return (f'<div class="table-scroll" tabindex="0" role="region" aria-label="Leaderboard on dataset '
             f'{_e(group.title)}">'
             f'<table class="board" data-version="{_e(group.version)}" data-content-hash="{_e(group.content_hash)}">'
             f"<thead><tr>{''.join(head)}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
-            f'<div class="legend">Error mix:{legend}</div>')
+            f'<div class="legend">{legend}</div>')
 
 
 def render_html(report: BuildReport, generated: str) -> str:
@@ -326,7 +361,8 @@ def render_html(report: BuildReport, generated: str) -> str:
             f"<h2>Dataset {_e(g.title)}</h2>"
             f'<p class="meta">{tasks} tasks ({_e(", ".join(g.scenarios))}), content hash '
             f"<code>{_e(g.content_hash[:16])}</code>, {len(g.entries)} submission(s). Ranked within this version and "
-            f"mode only. pass@1 with its 95% interval over tasks, [low, high]; Ranks: the places those intervals "
+            f"mode only. pass@1 with its 95% interval over tasks, [low, high]"
+            f"{_e(TESTS_PASS) if g.mode == TESTS else ''}; Ranks: the places those intervals "
             f"allow (a model whose interval lies wholly above another's ranks above it)."
             f"</p><figure>{chart_svg(g)}<figcaption>pass@1 per scenario on dataset {_e(g.version)} (%)</figcaption>"
             f"</figure>{table_html(g)}</section>"
@@ -348,18 +384,23 @@ def render_markdown(report: BuildReport) -> str:
         return "_No validated submission yet._\n"
     out = []
     for g in report.groups:
+        tests = g.mode == TESTS  # pass@1: kills every mutant; the mutation score beside it; outcomes for errors
         out.append(f"**StateEval {_md(g.title)}** (content hash `{g.content_hash[:12]}`, "
-                   f"{max(e.tasks for e in g.entries)} tasks): pass@1 in percent with its 95% interval over tasks, "
-                   "ranked within this version and mode only; ranks: the places those intervals allow.\n")
-        head = ["#", "ranks", "model", "organisation", "params", "weights", "pass@1", *g.scenarios, "errors", "date"]
+                   f"{max(e.tasks for e in g.entries)} tasks): pass@1 in percent with its 95% interval over tasks"
+                   + (TESTS_PASS if tests else "")
+                   + ", ranked within this version and mode only; ranks: the places those intervals allow.\n")
+        rates = ["pass@1", "mutation score"] if tests else ["pass@1"]
+        head = ["#", "ranks", "model", "organisation", "params", "weights", *rates, *g.scenarios,
+                "outcomes" if tests else "errors", "date"]
         out.append("| " + " | ".join(head) + " |")
-        out.append("|" + "|".join("---:" if h in ("#", "ranks", "pass@1", *g.scenarios) else "---" for h in head) + "|")
+        out.append("|" + "|".join("---:" if h in ("#", "ranks", *rates, *g.scenarios) else "---" for h in head) + "|")
         for e in g.entries:
             name = f"[{_md(e.name)}]({e.link})" if e.link else _md(e.name)
-            errors = ", ".join(f"{STATUS_LABELS[s]} {e.statuses[s]}" for s in STATUSES[1:] if e.statuses[s]) or "none"
+            errors = outcomes_text(e.statuses) if tests else \
+                ", ".join(f"{STATUS_LABELS[s]} {e.statuses[s]}" for s in STATUSES[1:] if e.statuses[s]) or "none"
             cells = [str(e.rank), e.rank_range, name, _md(e.organisation), _md(e.parameters), _md(e.weights),
-                     pct_ci(e.pass1, e.ci), *[pct_ci(e.scenarios.get(s), e.scenario_ci.get(s)) for s in g.scenarios],
-                     errors, e.date]
+                     pct_ci(e.pass1, e.ci), *([pct_ci(e.mutation_score, e.mutation_ci)] if tests else []),
+                     *[pct_ci(e.scenarios.get(s), e.scenario_ci.get(s)) for s in g.scenarios], errors, e.date]
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
     return "\n".join(out)
@@ -391,7 +432,7 @@ def build(out: str | Path, root: str | Path = DEFAULT_ROOT, dataset: str | None 
         out / "leaderboard.json": json.dumps({
             "generated": generated,
             "versions": [{"version": g.version, "content_hash": g.content_hash, "mode": g.mode,
-                          "variant": g.variant,
+                          "variant": g.variant, **({"refine_on": g.refine_on} if g.mode == TESTS else {}),
                           "entries": [e.__dict__ for e in g.entries]} for g in report.groups],
             "skipped": report.skipped,
         }, indent=2) + "\n",

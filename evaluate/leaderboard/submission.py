@@ -10,9 +10,12 @@
                       earlier runs in the same folder are left behind). A run scored with `--samples FILE` has no
                       replies: its samples file is packaged instead, as `{"task_id", "sample", "code"}` lines;
                       validation then runs that code as it is, with no extraction step;
-                      A `--mode tools` or `--mode explore` run contributes every turn of its recorded conversations
-                      instead, `{"key", "task_id", "sample", "case", "turn", "reply"}` (the reply: the assistant
-                      message, tool calls included), which validation replays against the world;
+                      A `--mode tools` or `--mode explore` run (and a `--mode tests` run with `--max-turns`)
+                      contributes every turn of its recorded conversations instead, `{"key", "task_id", "sample",
+                      "case", "turn", "reply"}` (the reply: the assistant message, tool calls included), which
+                      validation replays against the world. A `--mode tests` run's report is its
+                      `results_tests.json`, its tests scored by the world mutants they kill; the board ranks it
+                      apart (by pass@1, a test that kills every mutant of its task, with the mutation score beside);
 - `metadata.json`     what the board shows about the model (display name, organisation, parameter count, open or
                       closed weights, link), the dataset version the run claims, the instruction variant and the
                       evaluation mode;
@@ -35,11 +38,8 @@ from core.names import slug
 from core.records import DatasetError, TaskRecord, file_sha256, load_tasks, results_name, run_suffix, sample_lines
 from core.statuses import INFRA_ERROR
 from evaluate.episodes import CODE, MODES, TESTS
-
-# The modes a submission may be of: a tests-mode run (results_tests.json) has another score, which the board does
-# not rank yet.
-RANKED = tuple(m for m in MODES if m != TESTS)
-from evaluate.prompts import build_messages
+from evaluate.prompts import build_messages, build_test_messages
+from evaluate.tests_mode import scored_tasks
 from scenarios.base import VARIANTS
 
 RESULTS = "results.json"
@@ -149,14 +149,32 @@ def run_sampling(results: dict) -> Sampling:
     return Sampling(**{f.name: recorded[f.name] for f in fields(Sampling) if f.name in recorded})
 
 
+def converses(results: dict) -> bool:
+    """Whether the run's answers came out of conversations (tools, explore, tests with `--max-turns`), whose turns a
+    submission holds, rather than one reply per sample."""
+    mode = results.get("mode", CODE)
+    return mode != CODE and (mode != TESTS or bool(results.get("max_turns")))
+
+
+def scored_by(results: dict, tasks: list[TaskRecord]) -> list[TaskRecord]:
+    """The dataset's tasks the run had to score: every task, or in tests mode those that store world mutants."""
+    if results.get("mode", CODE) != TESTS:
+        return tasks
+    try:
+        return scored_tasks(tasks)
+    except DatasetError as exc:
+        raise SubmissionError(str(exc)) from exc
+
+
 def expected_keys(results: dict, tasks: list[TaskRecord]) -> dict[tuple[str, int], str]:
     """The generation-cache key of every (task, sample) the run asked for, recomputed as `evaluate.run` does."""
     sampling = run_sampling(results)
     n = int(results["sampling"].get("n_samples", 1))
     variant = results.get("variant", "natural")
+    prompt = build_test_messages if results.get("mode", CODE) == TESTS else build_messages
     keys = {}
     for t in tasks:
-        messages = build_messages(t, variant)
+        messages = prompt(t, variant)
         for s in range(n):
             keys[(t.task_id, s)] = prompt_key(messages, sampling, results["model"], s)
     return keys
@@ -243,11 +261,8 @@ def submit(run_dir: str | Path, name: str, org: str | None = None, params: str |
     run_dir = Path(run_dir)
     if variant not in VARIANTS:
         raise SubmissionError(f"--variant must be one of {', '.join(VARIANTS)}")
-    if mode == TESTS:
-        raise SubmissionError("the leaderboard ranks code, tools and explore runs; a tests-mode run is not taken "
-                              "yet: share its results_tests.json as it is")
-    if mode not in RANKED:
-        raise SubmissionError(f"--mode must be one of {', '.join(RANKED)}")
+    if mode not in MODES:
+        raise SubmissionError(f"--mode must be one of {', '.join(MODES)}")
     report_path = run_dir / results_name(variant, mode)
     if not report_path.is_file():
         others = sorted(p.name for p in run_dir.glob("results*.json"))
@@ -290,6 +305,7 @@ def submit(run_dir: str | Path, name: str, org: str | None = None, params: str |
     if manifest["content_hash"] != ds.get("content_hash"):
         raise SubmissionError(f"the dataset at {source!r} has content hash {manifest['content_hash'][:12]}, the "
                               f"run was scored on {str(ds.get('content_hash'))[:12]}; pass the run's --dataset")
+    tasks = scored_by(results, tasks)
     problems, per_task = coverage_problems(results, tasks)
     if problems or per_task:
         if per_task:
@@ -304,7 +320,7 @@ def submit(run_dir: str | Path, name: str, org: str | None = None, params: str |
                               "them, then submit")
     if is_samples:
         rows = _samples_generations(Path(samples), results)
-    elif mode != CODE:
+    elif converses(results):
         rows = _conversation_generations(run_dir, results, mode)
     else:
         rows = _run_generations(run_dir, results, tasks)
@@ -322,10 +338,11 @@ def submit(run_dir: str | Path, name: str, org: str | None = None, params: str |
         "link": link,
         "model": results["model"],
         "backend": results.get("backend"),
-        "generations": "code" if is_samples else "turns" if mode != CODE else "replies",
+        "generations": "code" if is_samples else "turns" if converses(results) else "replies",
         "variant": variant,
         "mode": mode,
         "max_turns": results.get("max_turns"),
+        **({"refine_on": results.get("refine_on")} if mode == TESTS else {}),
         "evaluation_date": date,
         "dataset": {"version": version, "content_hash": ds.get("content_hash"), "tasks": ds.get("tasks"),
                     "scenarios": ds.get("scenarios")},

@@ -14,6 +14,9 @@ says nothing:
    A `--mode tools` or `--mode explore` submission is re-scored by replaying its recorded conversations: each
    turn's key is recomputed from what this sandbox's world answered, so a turn is only used where the model saw
    exactly what it sees here, and the calls (or the final program) are scored as the run scored them.
+   A `--mode tests` submission covers the tasks that store world mutants; its tests (its conversations replayed,
+   with `--max-turns`) run again on the correct world and on each mutant, and every sample's outcome, the mutants
+   it killed and missed, and every number of the summary must equal results_tests.json's.
 
 A sample that timed out on one machine may not on another; validation re-runs with the run's time limit when
 results.json records one (`sandbox.timeout_s`), else the default, and reports such a sample like any other.
@@ -31,7 +34,7 @@ from pathlib import Path
 from core.errors import check_writable, writing
 from core.records import DatasetError, load_tasks
 from core.statuses import INFRA_ERROR
-from evaluate.episodes import CODE, DEFAULT_MAX_TURNS
+from evaluate.episodes import CODE, CORRECT, DEFAULT_MAX_TURNS, TESTS
 from evaluate.leaderboard.submission import (
     GENERATIONS,
     METADATA,
@@ -39,12 +42,14 @@ from evaluate.leaderboard.submission import (
     VALIDATION,
     Submission,
     SubmissionError,
+    converses,
     coverage_problems,
     expected_keys,
     file_digests,
     load_submission,
     read_generations,
     run_sampling,
+    scored_by,
 )
 from evaluate.prompts import extract_code
 from evaluate.scoring import CI, reported_ks
@@ -165,6 +170,7 @@ def _validate(sub: Submission, dataset: str, sandbox, timeout_s, workers, report
     if report.problems:
         return
 
+    tasks = scored_by(results, tasks)
     problems, per_task = coverage_problems(results, tasks)
     report.problems += problems
     unscored = sum(row.get("status") == INFRA_ERROR for row in results["samples"])
@@ -175,7 +181,7 @@ def _validate(sub: Submission, dataset: str, sandbox, timeout_s, workers, report
         return
     report.tasks.update(per_task)
     generations = read_generations(sub.path / GENERATIONS)
-    if sub.mode != CODE:
+    if converses(results):
         if report.problems or report.tasks:
             report.problems.append("re-scoring skipped until the submission covers exactly the dataset's tasks")
             return
@@ -219,32 +225,40 @@ def _validate(sub: Submission, dataset: str, sandbox, timeout_s, workers, report
     if report.tasks:
         return
 
+    from evaluate.mutation_score import score_answers
     from evaluate.scoring import score
 
-    _rescore(sub, tasks, lambda sandbox: score(tasks, codes, sandbox), sandbox, timeout_s, workers, report)
+    scoring = score_answers if sub.mode == TESTS else score
+    _rescore(sub, tasks, lambda sandbox: scoring(tasks, codes, sandbox), sandbox, timeout_s, workers, report)
 
 
 def _replay(sub: Submission, tasks, generations: list[dict], sandbox, report: Report):
-    """A tools or explore submission's scores: its conversations run again with the submitted turns as the only
-    replies, every tool call and snippet executed in this sandbox, then scored. A conversation that asks for a turn
-    the submission lacks (the world answered otherwise than the run's, or turns are missing) is a problem."""
+    """A tools, explore or refining tests submission's scores: its conversations run again with the submitted turns
+    as the only replies, every tool call and snippet executed in this sandbox (a tests run's on the world it
+    refined on), then scored. A conversation that asks for a turn the submission lacks (the world answered
+    otherwise than the run's, or turns are missing) is a problem."""
     import types
 
     from core.backends import BackendError
     from evaluate.episodes import Driver, answers, lost_samples
+    from evaluate.mutation_score import score_answers
     from evaluate.scoring import score
 
     results = sub.results
     n = int(results["sampling"].get("n_samples", 1))
     turns = types.SimpleNamespace(replies={r.get("key"): r.get("reply") for r in generations}, usage={})
     driver = Driver(sub.mode, None, turns, run_sampling(results), results["model"], sandbox,
-                    int(results.get("max_turns") or DEFAULT_MAX_TURNS), results.get("variant", "natural"))
+                    int(results.get("max_turns") or DEFAULT_MAX_TURNS), results.get("variant", "natural"),
+                    results.get("refine_on") or CORRECT)
     try:
         conversations = driver.run(tasks, n)
     except BackendError as exc:
         report.problems.append(f"the recorded conversations do not replay: {exc}")
         return None
-    return score(tasks, answers(tasks, conversations, sub.mode, n), sandbox, lost_samples(conversations))
+    codes, lost = answers(tasks, conversations, sub.mode, n), lost_samples(conversations)
+    if sub.mode == TESTS:
+        return score_answers(tasks, codes, sandbox, lost=lost)
+    return score(tasks, codes, sandbox, lost)
 
 
 def _rescore(sub: Submission, tasks, rescore, sandbox, timeout_s, workers, report: Report) -> None:
@@ -261,12 +275,15 @@ def _rescore(sub: Submission, tasks, rescore, sandbox, timeout_s, workers, repor
         rescored = rescore(sandbox)
     if rescored is None:
         return
-    unscored = [r for r in rescored if r.status == INFRA_ERROR]
+    unscored = [r for r in rescored if (r.unscored if sub.mode == TESTS else r.status == INFRA_ERROR)]
     if unscored:  # this machine's fault, not the submission's: say so rather than list differences
         report.problems.append(f"re-scoring got no verdict for {len(unscored)} sample(s) (infra_error: the "
                                f"sandbox workers were lost; {unscored[0].error}); validate again")
         return
     report.rescored = len(rescored)
+    if sub.mode == TESTS:
+        _compare_tests(results, rescored, report)
+        return
 
     submitted = {(r["task_id"], r["sample"]): r for r in results["samples"]}
     for r in rescored:
@@ -288,6 +305,24 @@ def _rescore(sub: Submission, tasks, rescore, sandbox, timeout_s, workers, repor
     submitted = results["summary"]
     again = summarize(rescored, reported_ks(submitted), levers_of(tasks))
     report.summary = _compare_summary(submitted, _as_submitted(again, submitted))
+
+
+def _compare_tests(results: dict, rescored: list, report: Report) -> None:
+    """A tests-mode submission: each sample's outcome and the mutants it killed and missed, then the summary."""
+    from evaluate.tests_mode import outcome, summarize_tests
+
+    submitted = {(r["task_id"], r["sample"]): r for r in results["samples"]}
+    for r in rescored:
+        row, status = submitted[(r.task_id, r.sample)], outcome(r)
+        if row.get("status") != status:
+            report.tasks.setdefault(r.task_id, []).append(
+                f"sample {r.sample}: submitted {row.get('status')}, re-scored {status}"
+                + (f" ({r.error})" if r.error else ""))
+        elif (row.get("killed"), row.get("missed")) != (r.killed, r.missed):
+            report.tasks.setdefault(r.task_id, []).append(
+                f"sample {r.sample}: submitted killed {row.get('killed')} and missed {row.get('missed')}, re-scored "
+                f"killed {r.killed} and missed {r.missed}")
+    report.summary = _compare_summary(results["summary"], summarize_tests(rescored))
 
 
 def _as_submitted(rescored: dict, submitted: dict) -> dict:
