@@ -5,7 +5,7 @@
     python -m evaluate.leaderboard build --out DIR
 
 The board shows only submissions whose `validation.json` matches their files, and never ranks results from
-different dataset versions together. See `submission.py` for the folder format.
+different dataset versions, modes (tests mode included) or instruction variants together. See `submission.py` for the folder format.
 """
 
 from evaluate.leaderboard.board import BuildReport, build

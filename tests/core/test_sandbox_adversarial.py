@@ -49,7 +49,9 @@ ROOT = Path(__file__).resolve().parents[2]
 # A 1 MB cap on RESULT: an oversized RESULT is refused after a few milliseconds of work, whatever the load (at the
 # default 64 MB, serialising it twice could take longer than the 3 s limit on a busy machine).
 LIMITS = Limits(timeout_s=3, cpu_s=2, memory_mb=1536, result_mb=1)
-SESSION_BUILD = dict(scenarios=["session"], n=4, seed=0, created_at="2026-01-01", workers=2)
+# (any session tasks will do: no mutation analysis, no world mutants)
+SESSION_BUILD = dict(scenarios=["session"], n=4, seed=0, created_at="2026-01-01", workers=2, mutants=0,
+                     world_mutants=False)
 ALL_MODES = frozenset({"jail", "uid", "none"})
 PRIVILEGED = frozenset({"jail", "uid"})  # the job runs as its own unprivileged uid
 WORLD_WRITABLE = ("/tmp", "/dev/shm")  # where any uid may write when there is no jail
