@@ -2,6 +2,7 @@
 
   python scripts/reader_prompts.py --dataset fresh --out judge                  # 12 tasks a scenario, natural
   python scripts/reader_prompts.py --dataset fresh --out judge --variants natural,vague,steps --one-per-file
+  python scripts/reader_prompts.py --dataset fresh --out judge-tests --mode tests   # the prompts of --mode tests
 
 The only honest way to know whether an instruction is determined, and how hard a task is, is to read it as the
 model does (docs/tasks.md). This writes, for each scenario and variant, the first --n tasks' prompts exactly as
@@ -25,7 +26,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core.records import DatasetError, load_tasks  # noqa: E402
-from evaluate.prompts import build_messages  # noqa: E402
+from evaluate.episodes import CODE, TESTS  # noqa: E402
+from evaluate.prompts import build_messages, build_test_messages  # noqa: E402
+from evaluate.tests_mode import scored_tasks  # noqa: E402
 from scenarios.base import VARIANTS  # noqa: E402
 
 HEADER = "################ TASK {task_id}"
@@ -58,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--variants", default="natural", help=f"comma-separated, of {', '.join(VARIANTS)} (default natural)")
     ap.add_argument("--scenario", action="append", help="only this scenario (repeatable; default every one built)")
     ap.add_argument("--one-per-file", action="store_true", help="each prompt in a file of its own (TASK_ID.txt)")
+    ap.add_argument("--mode", choices=(CODE, TESTS), default=CODE,
+                    help="whose prompts: a program's (code, default) or a test's (tests: the tasks that store world "
+                         "mutants, scored with --mode tests)")
     args = ap.parse_args(argv)
 
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
@@ -74,9 +80,11 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--out {args.out} already holds files: choose a new folder, so no reader sees an earlier round's")
     try:
         tasks, manifest = load_tasks(args.dataset, scenarios=args.scenario)
+        tasks = scored_tasks(tasks) if args.mode == TESTS else tasks
     except DatasetError as e:
         print(f"reader_prompts: {e}", file=sys.stderr)
         return 2
+    prompt = build_test_messages if args.mode == TESTS else build_messages
 
     folders = []
     for scenario in dict.fromkeys(t.scenario for t in tasks):
@@ -84,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         for variant in variants:
             folder = out / scenario / variant
             folder.mkdir(parents=True)
-            prompts = {t.task_id: "\n".join(f"===== {m['role']}\n{m['content']}" for m in build_messages(t, variant))
+            prompts = {t.task_id: "\n".join(f"===== {m['role']}\n{m['content']}" for m in prompt(t, variant))
                        for t in chosen}
             if args.one_per_file:
                 for task_id, text in prompts.items():
@@ -96,14 +104,14 @@ def main(argv: list[str] | None = None) -> int:
                 what = f"`{folder / 'prompts.txt'}` ({len(prompts)} tasks, each after a line `{HEADER}`)"
             answers = folder / "answers.jsonl"
             score = (f"python -m evaluate --dataset {args.dataset} --scenario {scenario} --variant {variant} "
-                     f"--samples {answers} --out {folder / 'scores'}")
+                     f"--samples {answers} --mode {args.mode} --out {folder / 'scores'}")
             folders.append(f"## {scenario}, {variant}: {len(prompts)} tasks\n\nReader: read only {what}; answers to "
                            f"`{answers}`.\n\n```\n{score}\n```\n")
             print(f"{scenario} {variant}: {len(prompts)} prompts in {folder}")
     (out / "READER.md").write_text(READER.format(what="the prompt file(s) named below", answers="answers.jsonl",
                                                  folders="\n".join(folders)))
     (out / "SOURCE.json").write_text(json.dumps({"dataset": args.dataset, "content_hash": manifest.get("content_hash"),
-                                                 "seed": manifest.get("seed"), "n": args.n,
+                                                 "seed": manifest.get("seed"), "n": args.n, "mode": args.mode,
                                                  "variants": variants}, indent=2) + "\n")
     print(f"wrote {out / 'READER.md'}: the reader's instruction and the command that scores each answers file")
     return 0

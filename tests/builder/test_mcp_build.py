@@ -29,9 +29,16 @@ def scores_100_in_both_modes(dataset: Path, results: Path, name: str) -> None:
         assert summary["pass@1"] == 1.0, (mode, summary)
 
 
-def test_a_server_that_makes_its_own_ids_builds_and_its_reference_scores_100(tmp_path):
-    out = tmp_path / "ds"
-    manifest = build(str(write_fake(tmp_path)), out, 4)
+@pytest.fixture(scope="module")
+def fake_build(tmp_path_factory) -> tuple[Path, dict]:
+    """The fake server's split: (folder, manifest)."""
+    where = tmp_path_factory.mktemp("fake")
+    out = where / "ds"
+    return out, build(str(write_fake(where)), out, 4)
+
+
+def test_a_server_that_makes_its_own_ids_builds_and_its_reference_scores_100(fake_build, tmp_path):
+    out, manifest = fake_build
     assert manifest["counts"]["tasks"] >= 3
     assert sorted(p.name for p in (out / "services").iterdir()) == ["tasks.model.json", "tasks.readiness.json",
                                                                      "tasks.readiness.md", "tasks.toml"]
@@ -40,6 +47,14 @@ def test_a_server_that_makes_its_own_ids_builds_and_its_reference_scores_100(tmp
     assert all("create_task(" in r["reference_program"] for r in rows)
     assert any("<made-" in json.dumps(r["test_cases"], default=str) for r in rows), "the ids it made are renamed"
     scores_100_in_both_modes(out, tmp_path / "results", "tasks")
+
+
+@pytest.mark.e2e  # the build above and its reference's scores run by default; enriched prompts are unit-tested
+def test_the_enriched_documentation_of_a_built_server_scores_and_compares(fake_build, tmp_path):
+    out, _ = fake_build
+    rows = load_rows(out)
+    done = run("evaluate", "--dataset", str(out), "--model", "reference", "--out", str(tmp_path / "results" / "code"))
+    assert done.returncode == 0, done.stderr[-2000:]
     # Each task keeps the documentation with what was observed added (--doc enriched): scored so, the reference still
     # passes, and the report's paired test compares the run with the one on the spec.
     assert all(r["api_doc_enriched"].startswith(r["api_doc"].rstrip()) for r in rows)

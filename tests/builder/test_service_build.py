@@ -92,17 +92,21 @@ def test_kinto_builds_a_verified_split_and_its_reference_scores_100(kinto_build,
     assert all(s["diagnosis"]["arg_match"] == 1.0 and s["diagnosis"]["first_divergence"] is None
                for s in report["samples"]), [s["diagnosis"] for s in report["samples"]]
 
-    # tools mode: each reference call replayed as a tool call, the ids Kinto made passed as handles
-    report = reference_score(built, tmp_path / "tools", "tools")
-    assert report["summary"]["overall"]["pass@1"] == 1.0
-    assert [s["status"] for s in report["samples"]] == ["pass"] * 4
-    assert all(s["turns"] > 1 for s in report["samples"]), "every task is replayed as calls, not only a submission"
-
     # tests mode: every task keeps world mutants, and its reference test (whose EXPECTED names the ids Kinto made
     # as the oracle does, `<made-1>`) passes the correct world and kills each one
     report = reference_score(built, tmp_path / "tests", "tests")
     assert report["summary"]["overall"]["tasks"] == 4 and report["summary"]["overall"]["mutation_score"] == 1.0
     assert all(len(s["killed"]) >= 5 for s in report["samples"])
+
+
+@pytest.mark.e2e  # the build above is scored in code and tests mode by default; REST tools are unit-tested there too
+def test_kinto_tasks_replay_as_tool_calls_and_a_program_that_changes_more_fails_on_its_state(kinto_build, tmp_path):
+    built, _ = kinto_build
+    # tools mode: each reference call replayed as a tool call, the ids Kinto made passed as handles
+    report = reference_score(built, tmp_path / "tools", "tools")
+    assert report["summary"]["overall"]["pass@1"] == 1.0
+    assert [s["status"] for s in report["samples"]] == ["pass"] * 4
+    assert all(s["turns"] > 1 for s in report["samples"]), "every task is replayed as calls, not only a submission"
 
     # nothing else changed: the reference plus one more bucket, or less the population's record, fails on its state
     task = next(r for r in load_rows(built) if "bucket1" in r["setup_code"])

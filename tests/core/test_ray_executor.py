@@ -67,6 +67,7 @@ def shards(folder: Path) -> dict[str, bytes]:
 
 
 @needs_ray
+@pytest.mark.e2e  # two builds of three scenarios; by default, jobs run on Ray's actors in the restarted-workers test
 def test_a_build_on_ray_writes_the_same_shards_byte_for_byte(builds):
     local, on_ray = builds
     assert len(shards(local)) == 3
@@ -239,7 +240,7 @@ def test_executor_options_are_checked_before_any_work(monkeypatch, capsys):
 
 
 @needs_ray
-def test_an_address_where_nothing_answers_is_named_at_once(builds, tmp_path, capsys):
+def test_an_address_where_nothing_answers_is_named_at_once(small_dataset, tmp_path, capsys):
     """`ray.init` retries an unreachable address for minutes; the executor tries it once and names it, and
     `python -m evaluate` says so in one line. The port is held by a socket that does not listen: the connection is
     refused, and no other process can take the port meanwhile."""
@@ -251,7 +252,7 @@ def test_an_address_where_nothing_answers_is_named_at_once(builds, tmp_path, cap
         for address in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}"):
             with pytest.raises(ExecutorError, match=f"nothing answers at --ray-address {address} .*ray start --head"):
                 make_executor("ray", address)
-        code = main(["--model", "reference", "--dataset", str(builds[0]), "--out", str(tmp_path), "--executor", "ray",
+        code = main(["--model", "reference", "--dataset", str(small_dataset), "--out", str(tmp_path), "--executor", "ray",
                      "--ray-address", f"127.0.0.1:{port}"])
     assert code == 2
     err = capsys.readouterr().err

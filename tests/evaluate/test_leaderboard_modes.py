@@ -9,7 +9,7 @@ import json
 import pytest
 
 from evaluate.diagnosis import METRICS
-from evaluate.episodes import CODE, EXPLORE, TOOLS
+from evaluate.episodes import EXPLORE, TOOLS
 from evaluate.leaderboard import build, load_submission, submit, validate
 from evaluate.run import EvalConfig, run
 
@@ -20,7 +20,7 @@ def submissions(small_dataset, sandbox, tmp_path_factory):
     work = tmp_path_factory.mktemp("modes-board")
     out, root = work / "results", work / "leaderboard"
     subs = {}
-    for mode in (CODE, TOOLS, EXPLORE):
+    for mode in (TOOLS, EXPLORE):  # (a code-mode submission: tests/evaluate/test_leaderboard.py)
         report = run(EvalConfig(model="reference", dataset=str(small_dataset), revision="v1.0.0",
                                 out=str(out), mode=mode, workers=2))
         # the reference scores 100% in every mode, in two turns or more where it converses
@@ -72,7 +72,7 @@ def test_modes_are_never_ranked_together(submissions, tmp_path):
     build(tmp_path / "site", root=root)
     data = json.loads((tmp_path / "site" / "leaderboard.json").read_text())
     groups = {v["mode"]: v for v in data["versions"]}
-    assert set(groups) == {CODE, TOOLS, EXPLORE} and {v["version"] for v in data["versions"]} == {"v1.0.0"}
+    assert set(groups) == {TOOLS, EXPLORE} and {v["version"] for v in data["versions"]} == {"v1.0.0"}
     for mode, group in groups.items():
         assert [(e["name"], e["rank"]) for e in group["entries"]] == [(f"Reference {mode}", 1)]
     html = (tmp_path / "site" / "index.html").read_text()

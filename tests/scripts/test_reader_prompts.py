@@ -66,3 +66,27 @@ def test_a_folder_a_reader_could_use_to_find_the_references_is_refused(small_dat
     assert again.returncode == 2 and "already holds files" in again.stderr
     bad = run("--dataset", str(small_dataset), "--out", str(tmp_path / "x"), "--variants", "terse")
     assert bad.returncode == 2 and "unknown variant" in bad.stderr
+
+
+def test_the_prompts_of_tests_mode_and_their_scoring_command(small_dataset, small_tasks, tmp_path):
+    from evaluate.mutation_score import reference_test
+    from evaluate.prompts import build_test_messages
+    from evaluate.tests_mode import scored_tasks
+
+    out = tmp_path / "judge"
+    assert run("--dataset", str(small_dataset), "--out", str(out), "--n", "2", "--one-per-file", "--mode",
+               "tests").returncode == 0
+    tasks = scored_tasks(small_tasks)[:2]
+    files = sorted((out / "tensor" / "natural").glob("*.txt"))
+    assert [f.stem for f in files] == [t.task_id for t in tasks]
+    assert files[0].read_text().strip() == "\n".join(f"===== {m['role']}\n{m['content']}"
+                                                     for m in build_test_messages(tasks[0], "natural")).strip()
+    # the command READER.md gives scores the answers as tests: the reference tests kill every mutant
+    (out / "tensor" / "natural" / "answers.jsonl").write_text(
+        "".join(json.dumps({"task_id": t.task_id, "code": reference_test(t)}) + "\n" for t in tasks))
+    command = re.search(r"```\n(python -m evaluate .*--mode tests .*)\n```", (out / "READER.md").read_text())[1]
+    scored = subprocess.run([sys.executable, *shlex.split(command)[1:]], cwd=ROOT, capture_output=True, text=True,
+                            timeout=600)
+    assert scored.returncode == 0, scored.stderr
+    summary = json.loads(next((out / "tensor" / "natural" / "scores").rglob("results_tests.json")).read_text())
+    assert summary["summary"]["overall"]["pass@1"] == 1.0
