@@ -11,7 +11,9 @@ error]` as its trace shows them (`scenarios.trace`), are those. It *kills* a mut
 mutant's. Its score is 0 when it fails on the correct world (a false alarm), else killed / the task's mutants: a
 test that asserts nothing, or nothing the mutants change, scores 0.
 
-A task's *reference test* is its reference program with its oracle on that test case as `EXPECTED`; its mutants
+A task's *reference test* is its reference program with its oracle on that test case as `EXPECTED` (the final state
+only where the scenario's API can read it, `Scenario.state_readable`: a test written from the documentation sees
+nothing else); its mutants
 are the candidates of its reference's trace that change something on the reference test's run (an answer it saw,
 or RESULT or the final state) and that the reference test kills: a mutant that changes nothing there, or nothing
 the reference checks, is one no test of the requirement could be asked to tell apart, and is left out. The builder
@@ -69,10 +71,11 @@ class TestScore:
 
 
 def reference_test(task: TaskRecord) -> str:
-    """The reference program followed by its oracle on the first test case, as `EXPECTED`."""
+    """The reference program followed by its oracle on the first test case, as `EXPECTED`: RESULT, the answers its
+    calls saw, and the final state where the scenario's API can read it (`Scenario.state_readable`)."""
     case = task.test_cases[0]
     expected = {"result": json.loads(case.expected_result or "null")}
-    if case.expected_state is not None:
+    if case.expected_state is not None and get_scenario(task.scenario).state_readable:
         expected["state"] = json.loads(case.expected_state)
     trace = load_stored(case.trace)
     if trace is not None:
@@ -156,16 +159,27 @@ def analyse_world(tasks: list[TaskRecord], sandbox: Executor, desc: str | None =
         correct, mine = outcomes[at], outcomes[at + 1:at + 1 + len(tried)]
         at += 1 + len(tried)
         analysis = WorldAnalysis(tried, [], [], correct.status != INFRA_ERROR and passes(task, correct)[0])
+        readable = get_scenario(task.scenario).state_readable
         for mutant, outcome in zip(tried, mine):
             if outcome.status == INFRA_ERROR:  # no verdict, or a world it lost (`World.intact`): left out
                 continue
-            if outcome.extra.get("mutated") or (outcome.status, outcome.result, outcome.state) != \
-                    (correct.status, correct.result, correct.state):
+            if _changed(outcome, correct, readable):
                 analysis.changed.append(mutant)
                 if not passes(task, outcome)[0]:
                     analysis.killed.append(mutant)
         analyses.append(analysis)
     return analyses
+
+
+def _changed(outcome, correct, state_readable: bool) -> bool:
+    """Whether a mutant changed the reference test's run: any call it altered, RESULT or the final state; where a
+    program cannot read the final state through the API (`Scenario.state_readable`), only what a test sees: RESULT
+    and the answers its calls got (a write applied twice that shows nowhere else is no mutant of the requirement)."""
+    if not state_readable:
+        return (outcome.status, outcome.result, outcome.trace and calls_of(outcome.trace)) != \
+            (correct.status, correct.result, correct.trace and calls_of(correct.trace))
+    return bool(outcome.extra.get("mutated")) or (outcome.status, outcome.result, outcome.state) != \
+        (correct.status, correct.result, correct.state)
 
 
 def task_mutants(task: TaskRecord, sandbox: Executor) -> list[Mutant]:

@@ -234,6 +234,11 @@ class Scenario(ABC):
     # keeps one twice, passes. A derived world's reads can coincide (two tools that show the same thing); the
     # hand-built worlds keep the tasks they always made.
     distinct_answers: bool = False
+    # Whether a program can read the final state (the oracle's `state`) through the scenario's API: a service's
+    # listings, the tensors a program holds. Where it cannot (a lab that keeps no listing of what was made), a test
+    # written from the documentation cannot see a change of that state only, so tests mode neither asserts it in a
+    # reference test nor keeps a world mutant that changes only it (`evaluate.mutation_score`).
+    state_readable: bool = True
 
     def make_world(self) -> "World":
         """A new instance of this scenario's world (heavy: only inside a sandbox worker); by default `world`'s class

@@ -245,6 +245,8 @@ class McpScenario(Scenario):
     def __init__(self, file):
         self.file = file
         self.name = file.name
+        # a state read from MCP resources is out of reach of the tools a program calls
+        self.state_readable = not file.resources
 
     @cached_property
     def model(self) -> Model:

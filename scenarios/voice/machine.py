@@ -427,6 +427,7 @@ class VoiceScenario(Scenario):
     apis = (SearchVoiceLibrary(), TextToSpeech(), SpeechToSpeech(), SpeechToText(), IsolateAudio(),
             MakeOutboundCall())
     world = "scenarios.voice.world:VoiceWorld"
+    state_readable = False  # the lab lists no speech made and no call placed: only RESULT and answers show them
 
     def initial_state(self, rng):
         state = State()

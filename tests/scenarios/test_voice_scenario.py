@@ -329,3 +329,26 @@ def test_a_transcript_without_diarization_is_caught():
     assert facts.missing(text, required, refs) == []
     plain = text.replace(" with speaker diarization", "")
     assert any("diarize" in m for m in facts.missing(plain, required, refs)), plain
+
+
+def test_tests_mode_keeps_only_mutants_a_test_written_from_the_documentation_can_see(built, sandbox):
+    """The lab lists no speech made and no call placed, so its final state is out of a test's reach: reference tests
+    do not assert it, and a mutant that changes only it (a speech made twice, answered once) is not kept. Every
+    mutant kept is killed by a test that checks only what the API shows: RESULT and the answers its calls got."""
+    import json
+
+    from evaluate.mutation_score import calls_of, reference_test, score_answers
+    from scenarios.trace import load_stored
+
+    _, tasks = built
+    assert not get_scenario("voice").state_readable
+    kept = [t for t in tasks if t.world_mutants]
+    assert len(kept) >= len(tasks) // 2, "most voice tasks are tests-mode tasks"
+    seen = {}
+    for t in kept:
+        case = t.test_cases[0]
+        assert "state" not in reference_test(t).rsplit("EXPECTED", 1)[1], "the lab's state is no test's to assert"
+        expected = {"result": json.loads(case.expected_result or "null"), "calls": calls_of(load_stored(case.trace))}
+        seen[t.task_id] = [f"{t.reference_program.rstrip()}\n\nEXPECTED = {expected!r}\n"]
+    scores = score_answers(kept, seen, sandbox)
+    assert [(s.task_id, s.passed_correct, s.missed) for s in scores] == [(t.task_id, True, []) for t in kept]
