@@ -31,7 +31,7 @@ from evaluate.episodes import (CODE, CORRECT, DEFAULT_MAX_TURNS, TESTS, TOOLS, D
 from evaluate import tests_mode
 from evaluate.intervals import format_rate
 from evaluate.mutation_score import reference_test, score_answers
-from evaluate.prompts import build_messages, build_test_messages, extract_code
+from evaluate.prompts import extract_code
 from evaluate.runlock import exclusive
 from evaluate.scoring import CI, answer_hash, every_k, from_row, has_verdict, run_containment, levers_of, score, summarize
 from evaluate.usage import Price, sample_tokens, summarize_usage
@@ -116,7 +116,7 @@ def first_of_each_scenario(tasks: list[TaskRecord], limit: int) -> list[TaskReco
 
 def messages_for(config: EvalConfig, task: TaskRecord) -> list[dict]:
     """The prompt a task is shown in this run's mode and variant (a test's in tests mode, else a program's)."""
-    return (build_test_messages if config.mode == TESTS else build_messages)(task, config.variant)
+    return tests_mode.messages_in(config.mode, task, config.variant)
 
 
 def references(config: EvalConfig, tasks: list[TaskRecord]) -> dict[str, str]:

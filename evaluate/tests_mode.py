@@ -22,7 +22,9 @@ from collections import Counter, defaultdict
 from core.records import DatasetError, TaskRecord
 from core.statuses import INFRA_ERROR, NO_CODE
 from evaluate import intervals
+from evaluate.episodes import TESTS
 from evaluate.mutation_score import TestScore
+from evaluate.prompts import build_messages, build_test_messages
 from evaluate.scoring import CI, answer_hash
 from scenarios.mutants import MEANING
 
@@ -41,6 +43,12 @@ def outcome(score: TestScore) -> str:
     if not score.passed_correct:
         return FALSE_ALARM
     return KILLS_ALL if score.kills_all else PARTIAL if score.killed else KILLS_NONE
+
+
+def messages_in(mode: str, task: TaskRecord, variant: str) -> list[dict]:
+    """The prompt a task is shown in an evaluation mode: a test's in tests mode, else a program's (the one place a
+    run, a submission's prompt keys and the blind readers' files choose it)."""
+    return (build_test_messages if mode == TESTS else build_messages)(task, variant)
 
 
 def scored_tasks(tasks: list[TaskRecord]) -> list[TaskRecord]:

@@ -27,8 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core.records import DatasetError, load_tasks  # noqa: E402
 from evaluate.episodes import CODE, TESTS  # noqa: E402
-from evaluate.prompts import build_messages, build_test_messages  # noqa: E402
-from evaluate.tests_mode import scored_tasks  # noqa: E402
+from evaluate.tests_mode import messages_in, scored_tasks  # noqa: E402
 from scenarios.base import VARIANTS  # noqa: E402
 
 HEADER = "################ TASK {task_id}"
@@ -84,7 +83,6 @@ def main(argv: list[str] | None = None) -> int:
     except DatasetError as e:
         print(f"reader_prompts: {e}", file=sys.stderr)
         return 2
-    prompt = build_test_messages if args.mode == TESTS else build_messages
 
     folders = []
     for scenario in dict.fromkeys(t.scenario for t in tasks):
@@ -92,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         for variant in variants:
             folder = out / scenario / variant
             folder.mkdir(parents=True)
-            prompts = {t.task_id: "\n".join(f"===== {m['role']}\n{m['content']}" for m in prompt(t, variant))
+            prompts = {t.task_id: "\n".join(f"===== {m['role']}\n{m['content']}" for m in messages_in(args.mode, t, variant))
                        for t in chosen}
             if args.one_per_file:
                 for task_id, text in prompts.items():

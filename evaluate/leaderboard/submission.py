@@ -38,8 +38,7 @@ from core.names import slug
 from core.records import DatasetError, TaskRecord, file_sha256, load_tasks, results_name, run_suffix, sample_lines
 from core.statuses import INFRA_ERROR
 from evaluate.episodes import CODE, MODES, TESTS
-from evaluate.prompts import build_messages, build_test_messages
-from evaluate.tests_mode import scored_tasks
+from evaluate.tests_mode import messages_in, scored_tasks
 from scenarios.base import VARIANTS
 
 RESULTS = "results.json"
@@ -171,10 +170,9 @@ def expected_keys(results: dict, tasks: list[TaskRecord]) -> dict[tuple[str, int
     sampling = run_sampling(results)
     n = int(results["sampling"].get("n_samples", 1))
     variant = results.get("variant", "natural")
-    prompt = build_test_messages if results.get("mode", CODE) == TESTS else build_messages
     keys = {}
     for t in tasks:
-        messages = prompt(t, variant)
+        messages = messages_in(results.get("mode", CODE), t, variant)
         for s in range(n):
             keys[(t.task_id, s)] = prompt_key(messages, sampling, results["model"], s)
     return keys
